@@ -1,0 +1,39 @@
+package io.mstar.transport;
+
+/**
+ * An immutable snapshot of one arena, taken atomically (all fields agree with each other).
+ *
+ * @param segments              mapped segments, dedicated ones included
+ * @param capacityBytes         bytes of all segments
+ * @param usedBytes             bytes in live slots (each rounded up to the 256-byte alignment)
+ * @param freeBytes             {@code capacityBytes - usedBytes}
+ * @param largestFreeBlockBytes the largest slot a reserve could get without growing
+ * @param fragmentation         {@code 1 - largestFreeBlockBytes / freeBytes}, 0 when nothing is free
+ * @param liveSlots             slots reserved and not yet freed
+ * @param reserves              successful reserves since start
+ * @param frees                 successful frees since start
+ * @param failedReserves        reserves that found no space (the "full" outcome) or had an invalid size
+ * @param refusedFrees          frees refused as a double free, an unknown offset or a stale handle
+ */
+public record ArenaStats(
+    int segments,
+    long capacityBytes,
+    long usedBytes,
+    long freeBytes,
+    long largestFreeBlockBytes,
+    double fragmentation,
+    long liveSlots,
+    long reserves,
+    long frees,
+    long failedReserves,
+    long refusedFrees) {
+
+    /** One {@code key=value} line for logs. */
+    public String toLogLine() {
+        return "segments=" + segments + " capacityBytes=" + capacityBytes + " usedBytes=" + usedBytes
+            + " freeBytes=" + freeBytes + " largestFreeBlockBytes=" + largestFreeBlockBytes
+            + " fragmentation=" + String.format(java.util.Locale.ROOT, "%.3f", fragmentation)
+            + " liveSlots=" + liveSlots + " reserves=" + reserves + " frees=" + frees
+            + " failedReserves=" + failedReserves + " refusedFrees=" + refusedFrees;
+    }
+}

@@ -1,0 +1,234 @@
+package io.mstar.transport;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Function;
+
+/**
+ * Every environment knob of the library, shared with the M* Python arena (same names, meanings and
+ * defaults), validated once.
+ *
+ * <p>Values are read through an injectable lookup ({@link #fromEnvironment()} uses {@code System::getenv});
+ * an unset or empty variable takes its default. An invalid value fails with a
+ * {@link ConfigurationException} naming the variable, the value and what is accepted; nothing falls
+ * back silently.
+ *
+ * @param mode              {@value #ARENA}: which transport the factory builds
+ * @param segmentMb         {@value #SEGMENT_MB}: size of each arena segment, MiB
+ * @param maxSegments       {@value #MAX_SEGMENTS}: growth cap per entity, in segments
+ * @param fullTimeout       {@value #FULL_TIMEOUT_S}: strict mode, how long a send waits on a full arena
+ * @param spill             {@value #SPILL}: at the cap, spill to a per-tensor file instead of failing
+ * @param spillAfter        {@value #SPILL_AFTER_S}: grace before spilling, waiting for ACKs
+ * @param pin               {@value #PIN}: register mapped segments with CUDA when it is present
+ * @param pinMaxMb          {@value #PIN_MAX_MB}: pinned host memory budget per process, MiB
+ * @param slotTtl           {@value #SLOT_TTL_S}: reclaim slots older than this without an ACK; zero is off
+ * @param statsInterval     {@value #STATS_INTERVAL_S}: period of the stats log line when stats logging is on
+ * @param shmDir            {@value #SHM_DIR}: where segments, spill files and lock files live
+ * @param deploymentToken   {@value #DEPLOYMENT_TOKEN}: per-launch token mixed into the namespace, or null
+ */
+public record TransportConfig(
+    Mode mode,
+    int segmentMb,
+    int maxSegments,
+    Duration fullTimeout,
+    boolean spill,
+    Duration spillAfter,
+    boolean pin,
+    long pinMaxMb,
+    Duration slotTtl,
+    Duration statsInterval,
+    Path shmDir,
+    String deploymentToken) {
+
+    public static final String ARENA = "MSTAR_SHM_ARENA";
+    public static final String SEGMENT_MB = "MSTAR_SHM_ARENA_SEGMENT_MB";
+    public static final String MAX_SEGMENTS = "MSTAR_SHM_ARENA_MAX_SEGMENTS";
+    public static final String FULL_TIMEOUT_S = "MSTAR_SHM_ARENA_FULL_TIMEOUT_S";
+    public static final String SPILL = "MSTAR_SHM_ARENA_SPILL";
+    public static final String SPILL_AFTER_S = "MSTAR_SHM_ARENA_SPILL_AFTER_S";
+    public static final String PIN = "MSTAR_SHM_ARENA_PIN";
+    public static final String PIN_MAX_MB = "MSTAR_SHM_ARENA_PIN_MAX_MB";
+    public static final String SLOT_TTL_S = "MSTAR_SHM_ARENA_SLOT_TTL_S";
+    public static final String STATS_INTERVAL_S = "MSTAR_SHM_ARENA_STATS_INTERVAL_S";
+    public static final String SHM_DIR = "MSTAR_SHM_DIR";
+    public static final String DEPLOYMENT_TOKEN = "MSTAR_DEPLOYMENT_TOKEN";
+
+    /** Largest accepted segment: the allocator indexes 256-byte granules with {@code int}s. */
+    public static final int MAX_SEGMENT_MB = 65536;
+    /** Largest accepted growth cap; slot handles keep 12 bits for the segment position. */
+    public static final int MAX_MAX_SEGMENTS = 4096;
+    private static final double MAX_SECONDS = 7 * 24 * 3600;
+
+    /** Which transport the factory builds. */
+    public enum Mode {
+        /** {@code 0}: the file-per-tensor transport. */
+        FILE,
+        /** {@code 1}: the arena; an error when it cannot start. */
+        ARENA,
+        /** {@code AUTO}: the arena when it can start, else the file transport with one warning. */
+        AUTO
+    }
+
+    public TransportConfig {
+        Objects.requireNonNull(mode, "mode");
+        Objects.requireNonNull(fullTimeout, "fullTimeout");
+        Objects.requireNonNull(spillAfter, "spillAfter");
+        Objects.requireNonNull(slotTtl, "slotTtl");
+        Objects.requireNonNull(statsInterval, "statsInterval");
+        Objects.requireNonNull(shmDir, "shmDir");
+    }
+
+    /** The configuration from this process's environment. */
+    public static TransportConfig fromEnvironment() {
+        return from(System::getenv);
+    }
+
+    /** The configuration from {@code lookup} (variable name to value, null when unset). */
+    public static TransportConfig from(Function<String, String> lookup) {
+        Reader r = new Reader(lookup);
+        return new TransportConfig(
+            r.mode(),
+            (int) r.integer(SEGMENT_MB, 256, 1, MAX_SEGMENT_MB),
+            (int) r.integer(MAX_SEGMENTS, 32, 1, MAX_MAX_SEGMENTS),
+            r.seconds(FULL_TIMEOUT_S, "30", true),
+            r.flag(SPILL, true),
+            r.seconds(SPILL_AFTER_S, "0", true),
+            r.flag(PIN, true),
+            r.integer(PIN_MAX_MB, 4096, 0, 1L << 30),
+            r.seconds(SLOT_TTL_S, "0", true),
+            r.seconds(STATS_INTERVAL_S, "60", false),
+            r.directory(SHM_DIR, "/dev/shm"),
+            r.text(DEPLOYMENT_TOKEN));
+    }
+
+    /** Bytes of one segment. */
+    public long segmentBytes() {
+        return (long) segmentMb << 20;
+    }
+
+    /** Bytes one entity's arena may reach: {@code MAX_SEGMENTS x SEGMENT_MB}. */
+    public long ceilingBytes() {
+        return maxSegments * segmentBytes();
+    }
+
+    /** The effective values, by variable name, for the one start-up log line. */
+    public Map<String, String> describe() {
+        Map<String, String> values = new LinkedHashMap<>();
+        values.put(ARENA, switch (mode) {
+            case FILE -> "0";
+            case ARENA -> "1";
+            case AUTO -> "AUTO";
+        });
+        values.put(SEGMENT_MB, Integer.toString(segmentMb));
+        values.put(MAX_SEGMENTS, Integer.toString(maxSegments));
+        values.put(FULL_TIMEOUT_S, seconds(fullTimeout));
+        values.put(SPILL, spill ? "1" : "0");
+        values.put(SPILL_AFTER_S, seconds(spillAfter));
+        values.put(PIN, pin ? "1" : "0");
+        values.put(PIN_MAX_MB, Long.toString(pinMaxMb));
+        values.put(SLOT_TTL_S, seconds(slotTtl));
+        values.put(STATS_INTERVAL_S, seconds(statsInterval));
+        values.put(SHM_DIR, shmDir.toString());
+        values.put(DEPLOYMENT_TOKEN, deploymentToken == null ? "unset" : "set");
+        return values;
+    }
+
+    private static String seconds(Duration d) {
+        return d.toNanos() % 1_000_000_000L == 0 ? Long.toString(d.toSeconds()) : Double.toString(d.toNanos() / 1e9);
+    }
+
+    /** Parses one variable at a time, naming it in every error. */
+    private record Reader(Function<String, String> lookup) {
+        private String raw(String name) {
+            String value = lookup.apply(name);
+            return value == null || value.isBlank() ? null : value.trim();
+        }
+
+        private static ConfigurationException invalid(String name, String value, String accepted) {
+            return new ConfigurationException("invalid environment value: " + name + "=" + value
+                + ", accepted: " + accepted);
+        }
+
+        Mode mode() {
+            String value = raw(ARENA);
+            if (value == null) {
+                return Mode.FILE;
+            }
+            return switch (value.toUpperCase(java.util.Locale.ROOT)) {
+                case "0" -> Mode.FILE;
+                case "1" -> Mode.ARENA;
+                case "AUTO" -> Mode.AUTO;
+                default -> throw invalid(ARENA, value, "0 (file transport), 1 (arena, error if it cannot start)"
+                    + " or AUTO (arena when it can start)");
+            };
+        }
+
+        long integer(String name, long defaultValue, long min, long max) {
+            String value = raw(name);
+            if (value == null) {
+                return defaultValue;
+            }
+            String accepted = "an integer from " + min + " to " + max;
+            long parsed;
+            try {
+                parsed = Long.parseLong(value);
+            } catch (NumberFormatException e) {
+                throw invalid(name, value, accepted);
+            }
+            if (parsed < min || parsed > max) {
+                throw invalid(name, value, accepted);
+            }
+            return parsed;
+        }
+
+        Duration seconds(String name, String defaultValue, boolean zeroAllowed) {
+            String value = raw(name);
+            String text = value == null ? defaultValue : value;
+            String accepted = "seconds, a number " + (zeroAllowed ? "from 0" : "above 0") + " up to " + (long) MAX_SECONDS;
+            double parsed;
+            try {
+                parsed = Double.parseDouble(text);
+            } catch (NumberFormatException e) {
+                throw invalid(name, value, accepted);
+            }
+            if (!(parsed >= 0 && parsed <= MAX_SECONDS) || (!zeroAllowed && parsed == 0)) {
+                throw invalid(name, value, accepted);
+            }
+            return Duration.ofNanos(Math.round(parsed * 1e9));
+        }
+
+        boolean flag(String name, boolean defaultValue) {
+            String value = raw(name);
+            if (value == null) {
+                return defaultValue;
+            }
+            return switch (value.toLowerCase(java.util.Locale.ROOT)) {
+                case "1", "true" -> true;
+                case "0", "false" -> false;
+                default -> throw invalid(name, value, "0 or 1 (also false or true)");
+            };
+        }
+
+        Path directory(String name, String defaultValue) {
+            String value = raw(name);
+            String text = value == null ? defaultValue : value;
+            Path path;
+            try {
+                path = Path.of(text);
+            } catch (RuntimeException e) {
+                throw invalid(name, value, "an absolute directory path");
+            }
+            if (!path.isAbsolute()) {
+                throw invalid(name, value, "an absolute directory path");
+            }
+            return path.normalize();
+        }
+
+        String text(String name) {
+            return raw(name);
+        }
+    }
+}

@@ -1,0 +1,387 @@
+package io.mstar.transport.arena;
+
+import io.mstar.transport.ArenaStats;
+import io.mstar.transport.ConfigurationException;
+import io.mstar.transport.NativeCallException;
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.posix.Posix;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.HexFormat;
+
+/**
+ * A producer's arena: shared segments in the shared-memory directory, each with its own
+ * {@link FirstFitAllocator}, grown one segment at a time up to a cap. Segments never move: a slot's
+ * address stays valid until the slot is freed.
+ *
+ * <h2>Reserve</h2>
+ * The first segment (in creation order) whose largest free block fits takes the slot: an O(1) check
+ * per segment. When none fits, the arena grows by one segment while it is under the cap and the file
+ * system can back it; otherwise it answers {@link #FULL}, the caller's cue for the next rung of the
+ * capacity ladder. A request larger than one segment gets a dedicated segment of its own (page-aligned)
+ * size, which counts towards the cap and is unlinked as soon as its slot is freed.
+ *
+ * <h2>Slot handles</h2>
+ * A slot is a {@code long}, so the hot path allocates nothing:
+ * <pre>
+ *   63  62        52 51       40 39                              0
+ *  +---+------------+-----------+--------------------------------+
+ *  | 0 | generation |  position |          offset (bytes)        |
+ *  +---+------------+-----------+--------------------------------+
+ * </pre>
+ * {@code position} indexes the segment table; {@code generation} changes whenever a position gets a
+ * new segment, so a stale handle to a dedicated segment that is gone is refused instead of freeing a
+ * slot of the segment that replaced it.
+ *
+ * <h2>Thread safety</h2>
+ * All methods may be called from any thread (a sender and an ACK thread, typically). One lock guards
+ * the segment table, the allocators and the counters, which keeps {@link #stats()} consistent; growth
+ * (creating and committing a segment) happens under it too, so it briefly delays frees.
+ */
+public final class SegmentedArena implements AutoCloseable {
+    /** {@link #reserve} returns this when the arena is at its cap or the file system is full. */
+    public static final long FULL = -1L;
+    /** Alignment of every slot. */
+    public static final int ALIGNMENT_BYTES = FirstFitAllocator.ALIGNMENT_BYTES;
+
+    private static final Logger LOG = LoggerFactory.getLogger(SegmentedArena.class);
+    private static final int OFFSET_BITS = 40;
+    private static final int POSITION_BITS = 12;
+    private static final int GENERATION_BITS = 11;
+    private static final long OFFSET_MASK = (1L << OFFSET_BITS) - 1;
+    private static final int POSITION_MASK = (1 << POSITION_BITS) - 1;
+    private static final int GENERATION_MASK = (1 << GENERATION_BITS) - 1;
+    private static final long PAGE_BYTES = 4096;
+    private static final int NAME_ATTEMPTS = 8;
+
+    private final Path dir;
+    private final Namespace namespace;
+    private final String entity;
+    private final String nonce;
+    private final long segmentBytes;
+    private final int maxSegments;
+
+    private final MappedSegment[] segments;
+    private final FirstFitAllocator[] allocators;
+    private final boolean[] dedicated;
+    private final int[] generations;
+    private int positionsInUse; // positions below this may hold a segment
+    private int segmentCount;
+    private int nextIndex;
+    private boolean closed;
+    private boolean shmFullWarned;
+
+    private long reserves;
+    private long frees;
+    private long failedReserves;
+    private long refusedFrees;
+
+    /**
+     * Opens an arena with the sizes of {@code config} (no segment is created until the first reserve).
+     *
+     * @throws ConfigurationException when one arena's ceiling exceeds the shared-memory file system
+     */
+    public static SegmentedArena open(TransportConfig config, Namespace namespace, String entity) {
+        return new SegmentedArena(config.shmDir(), namespace, entity, config.segmentBytes(), config.maxSegments());
+    }
+
+    /**
+     * @param segmentBytes size of each regular segment, a positive multiple of the page size
+     * @param maxSegments  growth cap, dedicated segments included
+     */
+    public SegmentedArena(Path dir, Namespace namespace, String entity, long segmentBytes, int maxSegments) {
+        if (segmentBytes <= 0 || segmentBytes % PAGE_BYTES != 0 || segmentBytes > FirstFitAllocator.MAX_CAPACITY_BYTES) {
+            throw new IllegalArgumentException("segment size must be a positive multiple of " + PAGE_BYTES
+                + " up to " + FirstFitAllocator.MAX_CAPACITY_BYTES + ": segmentBytes=" + segmentBytes);
+        }
+        if (maxSegments < 1 || maxSegments > TransportConfig.MAX_MAX_SEGMENTS) {
+            throw new IllegalArgumentException("maxSegments must be from 1 to " + TransportConfig.MAX_MAX_SEGMENTS
+                + ": maxSegments=" + maxSegments);
+        }
+        this.dir = dir;
+        this.namespace = namespace;
+        this.entity = ShmNames.checkEntity(entity);
+        this.segmentBytes = segmentBytes;
+        this.maxSegments = maxSegments;
+        byte[] random = new byte[4];
+        new SecureRandom().nextBytes(random);
+        this.nonce = HexFormat.of().formatHex(random);
+        this.segments = new MappedSegment[maxSegments];
+        this.allocators = new FirstFitAllocator[maxSegments];
+        this.dedicated = new boolean[maxSegments];
+        this.generations = new int[maxSegments];
+        checkCeiling();
+    }
+
+    private void checkCeiling() {
+        Posix.FileSystemSpace space;
+        try {
+            space = Posix.statvfs(dir.toString());
+        } catch (NativeCallException e) {
+            throw new ConfigurationException("shared-memory directory is not usable: " + TransportConfig.SHM_DIR
+                + "=" + dir + ", " + e.getMessage() + ": create it or point " + TransportConfig.SHM_DIR
+                + " at a tmpfs directory");
+        }
+        long ceiling = maxSegments * segmentBytes;
+        if (ceiling > space.totalBytes()) {
+            throw new ConfigurationException("arena ceiling exceeds the shared-memory file system: dir=" + dir
+                + ", fileSystemBytes=" + space.totalBytes() + " (" + mib(space.totalBytes()) + "), ceilingBytes="
+                + ceiling + " (" + maxSegments + " segments x " + mib(segmentBytes) + "): give the container a larger"
+                + " shared-memory size (docker --shm-size, a larger emptyDir medium: Memory) or lower "
+                + TransportConfig.MAX_SEGMENTS + " or " + TransportConfig.SEGMENT_MB);
+        }
+        if (ceiling > space.availableBytes()) {
+            LOG.warn("arena ceiling exceeds the free shared memory; growth will stop early and the arena will"
+                    + " spill: dir={}, availableBytes={} ({}), ceilingBytes={} ({})", dir, space.availableBytes(),
+                mib(space.availableBytes()), ceiling, mib(ceiling));
+        }
+    }
+
+    /**
+     * Reserves a slot of at least {@code sizeBytes}, growing the arena when no segment has room.
+     *
+     * @return the slot handle, or {@link #FULL}
+     * @throws IllegalArgumentException when {@code sizeBytes} is zero or negative
+     * @throws IllegalStateException    when the arena is closed
+     */
+    public synchronized long reserve(long sizeBytes) {
+        checkOpen();
+        if (sizeBytes <= 0) {
+            failedReserves++;
+            throw new IllegalArgumentException("reserve size must be positive: sizeBytes=" + sizeBytes);
+        }
+        if (sizeBytes > segmentBytes) {
+            return reserveDedicated(sizeBytes);
+        }
+        long aligned = alignUp(sizeBytes, ALIGNMENT_BYTES);
+        for (int p = 0; p < positionsInUse; p++) {
+            FirstFitAllocator allocator = allocators[p];
+            if (allocator != null && allocator.largestFreeBlockBytes() >= aligned) {
+                return reserved(p, allocator.reserve(sizeBytes));
+            }
+        }
+        int p = grow(segmentBytes, false);
+        if (p < 0) {
+            failedReserves++;
+            return FULL;
+        }
+        return reserved(p, allocators[p].reserve(sizeBytes));
+    }
+
+    private long reserveDedicated(long sizeBytes) {
+        int p = grow(alignUp(sizeBytes, PAGE_BYTES), true);
+        if (p < 0) {
+            failedReserves++;
+            return FULL;
+        }
+        return reserved(p, allocators[p].reserve(sizeBytes));
+    }
+
+    private long reserved(int position, long offset) {
+        reserves++;
+        return ((long) generations[position] << (OFFSET_BITS + POSITION_BITS))
+            | ((long) position << OFFSET_BITS) | offset;
+    }
+
+    /** Frees a slot; a stale, double or unknown handle changes nothing and is counted. */
+    public synchronized FreeOutcome free(long slot) {
+        checkOpen();
+        int p = livePosition(slot);
+        if (p < 0) {
+            refusedFrees++;
+            return FreeOutcome.UNKNOWN_OFFSET;
+        }
+        FreeOutcome outcome = allocators[p].free(offset(slot));
+        if (outcome != FreeOutcome.FREED) {
+            refusedFrees++;
+            return outcome;
+        }
+        frees++;
+        if (dedicated[p]) {
+            removeSegment(p);
+        }
+        return outcome;
+    }
+
+    /** The writable memory of a live slot, {@code sizeBytes} long. */
+    public synchronized MemorySegment slotMemory(long slot, long sizeBytes) {
+        checkOpen();
+        int p = livePosition(slot);
+        long slotBytes = p < 0 ? -1 : allocators[p].slotBytes(offset(slot));
+        if (slotBytes < sizeBytes || sizeBytes < 0) {
+            throw new IllegalArgumentException("not a live slot of this size: slot=0x" + Long.toHexString(slot)
+                + ", sizeBytes=" + sizeBytes + ", slotBytes=" + slotBytes);
+        }
+        return segments[p].memory().asSlice(offset(slot), sizeBytes);
+    }
+
+    /** The file name of the segment holding a live slot. */
+    public synchronized String segmentName(long slot) {
+        int p = livePosition(slot);
+        if (p < 0) {
+            throw new IllegalArgumentException("not a slot of a live segment: slot=0x" + Long.toHexString(slot));
+        }
+        return segments[p].name();
+    }
+
+    /** The byte offset of a slot inside its segment. */
+    public static long offset(long slot) {
+        return slot & OFFSET_MASK;
+    }
+
+    /** An atomic snapshot of sizes and counters. */
+    public synchronized ArenaStats stats() {
+        long capacity = 0;
+        long used = 0;
+        long largest = 0;
+        long live = 0;
+        for (int p = 0; p < positionsInUse; p++) {
+            FirstFitAllocator allocator = allocators[p];
+            if (allocator != null) {
+                capacity += allocator.capacityBytes();
+                used += allocator.usedBytes();
+                largest = Math.max(largest, allocator.largestFreeBlockBytes());
+                live += allocator.liveSlots();
+            }
+        }
+        long free = capacity - used;
+        double fragmentation = free == 0 ? 0.0 : 1.0 - (double) largest / free;
+        return new ArenaStats(segmentCount, capacity, used, free, largest, fragmentation, live,
+            reserves, frees, failedReserves, refusedFrees);
+    }
+
+    public Path directory() {
+        return dir;
+    }
+
+    public Namespace namespace() {
+        return namespace;
+    }
+
+    public String entity() {
+        return entity;
+    }
+
+    public long segmentBytes() {
+        return segmentBytes;
+    }
+
+    public int maxSegments() {
+        return maxSegments;
+    }
+
+    /** Unlinks and unmaps every segment. Idempotent; slots must no longer be read or written. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        RuntimeException failure = null;
+        for (int p = 0; p < positionsInUse; p++) {
+            if (segments[p] != null) {
+                try {
+                    removeSegment(p);
+                } catch (RuntimeException e) {
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    // Returns the new segment's position, or -1 when the cap is reached or the file system is full.
+    private int grow(long bytes, boolean dedicatedSegment) {
+        if (segmentCount == maxSegments) {
+            return -1;
+        }
+        int p = 0;
+        while (segments[p] != null) {
+            p++;
+        }
+        MappedSegment segment;
+        try {
+            segment = createSegment(bytes);
+        } catch (ShmFullException e) {
+            if (!shmFullWarned) {
+                shmFullWarned = true;
+                LOG.warn("shared memory is full, the arena cannot grow: {}", e.getMessage());
+            } else {
+                LOG.debug("shared memory is full, the arena cannot grow: {}", e.getMessage());
+            }
+            return -1;
+        }
+        shmFullWarned = false;
+        segments[p] = segment;
+        allocators[p] = new FirstFitAllocator(bytes);
+        dedicated[p] = dedicatedSegment;
+        generations[p] = (generations[p] + 1) & GENERATION_MASK;
+        positionsInUse = Math.max(positionsInUse, p + 1);
+        segmentCount++;
+        LOG.debug("arena grew: segment={}, sizeBytes={}, dedicated={}, segments={}",
+            segment.name(), bytes, dedicatedSegment, segmentCount);
+        return p;
+    }
+
+    private MappedSegment createSegment(long bytes) {
+        for (int attempt = 1; ; attempt++) {
+            String name = ShmNames.segment(namespace, entity, nonce, nextIndex++);
+            try {
+                return MappedSegment.create(dir, name, bytes);
+            } catch (NativeCallException e) {
+                // Someone else's file (or a planted link) at our name: never touch it, take the next name.
+                if (e.errno() != Posix.EEXIST || attempt == NAME_ATTEMPTS) {
+                    throw e;
+                }
+                LOG.warn("a file already exists at a segment name, skipping it: path={}", e.path());
+            }
+        }
+    }
+
+    private void removeSegment(int p) {
+        MappedSegment segment = segments[p];
+        segments[p] = null;
+        allocators[p] = null;
+        dedicated[p] = false;
+        segmentCount--;
+        segment.close();
+    }
+
+    private int livePosition(long slot) {
+        if (slot < 0) {
+            return -1;
+        }
+        int p = (int) (slot >>> OFFSET_BITS) & POSITION_MASK;
+        int generation = (int) (slot >>> (OFFSET_BITS + POSITION_BITS));
+        if (p >= positionsInUse || segments[p] == null || generations[p] != generation) {
+            return -1;
+        }
+        return p;
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("arena is closed: entity=" + entity + ", namespace=" + namespace);
+        }
+    }
+
+    static long alignUp(long value, long alignment) {
+        return (value + alignment - 1) & -alignment;
+    }
+
+    private static String mib(long bytes) {
+        return (bytes >> 20) + " MiB";
+    }
+}

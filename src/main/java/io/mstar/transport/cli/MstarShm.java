@@ -1,0 +1,72 @@
+package io.mstar.transport.cli;
+
+import java.io.PrintStream;
+import java.util.Arrays;
+
+/**
+ * {@code mstar-shm}: the operator's command. Exit codes: 0 success, 1 the command found a problem,
+ * 2 usage error.
+ */
+public final class MstarShm {
+    private MstarShm() {
+    }
+
+    static final String USAGE = """
+        usage: mstar-shm <command> [options]
+        commands:
+          churn [--seconds S] [--segment-mb M] [--max-segments N]
+              create an arena in a temporary shared-memory directory, churn it with a mixed
+              workload (4 KiB to 16 MiB, copies included), print progress and its stats snapshot
+        """;
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length == 0 || args[0].equals("--help") || args[0].equals("-h")) {
+            (args.length == 0 ? err : out).print(USAGE);
+            return args.length == 0 ? 2 : 0;
+        }
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        try {
+            return switch (args[0]) {
+                case "churn" -> ChurnCommand.run(rest, out);
+                default -> {
+                    err.println("unknown command: " + args[0]);
+                    err.print(USAGE);
+                    yield 2;
+                }
+            };
+        } catch (UsageException e) {
+            err.println(e.getMessage());
+            err.print(USAGE);
+            return 2;
+        }
+    }
+
+    /** A command line that does not parse. */
+    static final class UsageException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        UsageException(String message) {
+            super(message);
+        }
+    }
+
+    /** The value after option {@code args[i]}, as a positive number. */
+    static double number(String[] args, int i) {
+        if (i + 1 >= args.length) {
+            throw new UsageException("option " + args[i] + " needs a value");
+        }
+        try {
+            double value = Double.parseDouble(args[i + 1]);
+            if (!(value > 0)) {
+                throw new NumberFormatException();
+            }
+            return value;
+        } catch (NumberFormatException e) {
+            throw new UsageException("option " + args[i] + " needs a positive number: " + args[i + 1]);
+        }
+    }
+}

@@ -1,0 +1,2 @@
+/** The {@code mstar-shm} command. */
+package io.mstar.transport.cli;

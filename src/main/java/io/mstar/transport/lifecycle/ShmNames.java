@@ -1,0 +1,36 @@
+package io.mstar.transport.lifecycle;
+
+import java.util.regex.Pattern;
+
+/**
+ * Names of the files the library creates in the shared-memory directory. Every name starts with
+ * {@code mstar_<ns>_}; the parts are separated by {@code _}, so entities may not contain one.
+ *
+ * <pre>
+ *   segment: mstar_&lt;ns&gt;_arena_&lt;entity&gt;_&lt;nonce&gt;_&lt;index&gt;
+ * </pre>
+ */
+public final class ShmNames {
+    private ShmNames() {
+    }
+
+    /** Entities name a process of the deployment: letters, digits and '-', at most 64. */
+    public static final Pattern ENTITY = Pattern.compile("[A-Za-z0-9-]{1,64}");
+    /** Any segment name, of any namespace. */
+    public static final Pattern SEGMENT =
+        Pattern.compile("mstar_([0-9a-f]{16})_arena_([A-Za-z0-9-]{1,64})_([0-9a-f]{8})_([0-9]{1,10})");
+
+    /** Checks an entity name, for use in file names. */
+    public static String checkEntity(String entity) {
+        if (entity == null || !ENTITY.matcher(entity).matches()) {
+            throw new IllegalArgumentException(
+                "entity must be 1 to 64 letters, digits or '-' (it becomes part of file names): entity=" + entity);
+        }
+        return entity;
+    }
+
+    /** The name of segment {@code index} of one arena instance ({@code nonce}, 8 hex digits). */
+    public static String segment(Namespace ns, String entity, String nonce, int index) {
+        return "mstar_" + ns.id() + "_arena_" + checkEntity(entity) + "_" + nonce + "_" + index;
+    }
+}

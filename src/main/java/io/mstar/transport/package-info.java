@@ -1,0 +1,2 @@
+/** The public API: configuration, statistics snapshots and the exceptions callers can catch. */
+package io.mstar.transport;

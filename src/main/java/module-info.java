@@ -1,0 +1,8 @@
+/**
+ * mstar-transport: tensors between processes of one machine through a shared-memory arena.
+ * Only the root package is API; the others are implementation.
+ */
+module io.mstar.transport {
+    requires org.slf4j;
+    exports io.mstar.transport;
+}

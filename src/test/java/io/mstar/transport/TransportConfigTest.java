@@ -1,0 +1,107 @@
+package io.mstar.transport;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TransportConfigTest {
+    private static TransportConfig with(String name, String value) {
+        return TransportConfig.from(Map.of(name, value)::get);
+    }
+
+    @Test
+    void defaultsMatchTheSharedTable() {
+        TransportConfig c = TransportConfig.from(name -> null);
+        assertEquals(TransportConfig.Mode.FILE, c.mode());
+        assertEquals(256, c.segmentMb());
+        assertEquals(32, c.maxSegments());
+        assertEquals(Duration.ofSeconds(30), c.fullTimeout());
+        assertTrue(c.spill());
+        assertEquals(Duration.ZERO, c.spillAfter());
+        assertTrue(c.pin());
+        assertEquals(4096, c.pinMaxMb());
+        assertEquals(Duration.ZERO, c.slotTtl());
+        assertEquals(Duration.ofSeconds(60), c.statsInterval());
+        assertEquals(Path.of("/dev/shm"), c.shmDir());
+        assertNull(c.deploymentToken());
+        assertEquals(256L << 20, c.segmentBytes());
+        assertEquals(32 * (256L << 20), c.ceilingBytes());
+        assertEquals("unset", c.describe().get(TransportConfig.DEPLOYMENT_TOKEN));
+    }
+
+    @Test
+    void emptyValuesTakeTheDefault() {
+        assertEquals(256, with(TransportConfig.SEGMENT_MB, "  ").segmentMb());
+    }
+
+    @ParameterizedTest
+    @CsvSource({"0,FILE", "1,ARENA", "AUTO,AUTO", "auto,AUTO", " 1 ,ARENA"})
+    void parsesModes(String value, TransportConfig.Mode expected) {
+        assertEquals(expected, with(TransportConfig.ARENA, value).mode());
+    }
+
+    @Test
+    void parsesEachVariable() {
+        TransportConfig c = TransportConfig.from(Map.ofEntries(
+            Map.entry(TransportConfig.SEGMENT_MB, "64"),
+            Map.entry(TransportConfig.MAX_SEGMENTS, "8"),
+            Map.entry(TransportConfig.FULL_TIMEOUT_S, "2.5"),
+            Map.entry(TransportConfig.SPILL, "0"),
+            Map.entry(TransportConfig.SPILL_AFTER_S, "0.25"),
+            Map.entry(TransportConfig.PIN, "false"),
+            Map.entry(TransportConfig.PIN_MAX_MB, "0"),
+            Map.entry(TransportConfig.SLOT_TTL_S, "600"),
+            Map.entry(TransportConfig.STATS_INTERVAL_S, "5"),
+            Map.entry(TransportConfig.SHM_DIR, "/tmp/shm/../shm2"),
+            Map.entry(TransportConfig.DEPLOYMENT_TOKEN, "secret"))::get);
+        assertEquals(64, c.segmentMb());
+        assertEquals(8, c.maxSegments());
+        assertEquals(Duration.ofMillis(2500), c.fullTimeout());
+        assertFalse(c.spill());
+        assertEquals(Duration.ofMillis(250), c.spillAfter());
+        assertFalse(c.pin());
+        assertEquals(0, c.pinMaxMb());
+        assertEquals(Duration.ofMinutes(10), c.slotTtl());
+        assertEquals(Duration.ofSeconds(5), c.statsInterval());
+        assertEquals(Path.of("/tmp/shm2"), c.shmDir());
+        assertEquals("secret", c.deploymentToken());
+        assertEquals("set", c.describe().get(TransportConfig.DEPLOYMENT_TOKEN));
+        assertEquals("2.5", c.describe().get(TransportConfig.FULL_TIMEOUT_S));
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "MSTAR_SHM_ARENA|yes|0 (file transport), 1 (arena",
+        "MSTAR_SHM_ARENA_SEGMENT_MB|abc|an integer from 1 to 65536",
+        "MSTAR_SHM_ARENA_SEGMENT_MB|0|an integer from 1 to 65536",
+        "MSTAR_SHM_ARENA_SEGMENT_MB|1.5|an integer from 1 to 65536",
+        "MSTAR_SHM_ARENA_SEGMENT_MB|65537|an integer from 1 to 65536",
+        "MSTAR_SHM_ARENA_MAX_SEGMENTS|0|an integer from 1 to 4096",
+        "MSTAR_SHM_ARENA_MAX_SEGMENTS|5000|an integer from 1 to 4096",
+        "MSTAR_SHM_ARENA_FULL_TIMEOUT_S|-1|seconds, a number from 0",
+        "MSTAR_SHM_ARENA_FULL_TIMEOUT_S|soon|seconds, a number from 0",
+        "MSTAR_SHM_ARENA_FULL_TIMEOUT_S|NaN|seconds, a number from 0",
+        "MSTAR_SHM_ARENA_SPILL|2|0 or 1",
+        "MSTAR_SHM_ARENA_SPILL_AFTER_S|1e9|seconds, a number from 0",
+        "MSTAR_SHM_ARENA_PIN|on|0 or 1",
+        "MSTAR_SHM_ARENA_PIN_MAX_MB|-5|an integer from 0",
+        "MSTAR_SHM_ARENA_SLOT_TTL_S|x|seconds, a number from 0",
+        "MSTAR_SHM_ARENA_STATS_INTERVAL_S|0|seconds, a number above 0",
+        "MSTAR_SHM_DIR|relative/dir|an absolute directory path",
+    })
+    void invalidValuesNameVariableValueAndWhatIsAccepted(String name, String value, String accepted) {
+        ConfigurationException e = assertThrows(ConfigurationException.class, () -> with(name, value));
+        assertTrue(e.getMessage().contains(name + "=" + value), e.getMessage());
+        assertTrue(e.getMessage().contains("accepted: " + accepted), e.getMessage());
+    }
+}

@@ -1,0 +1,141 @@
+package io.mstar.transport.arena;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Randomized model test: a seeded sequence of reserves and frees (with double frees, unknown offsets
+ * and bad sizes mixed in) runs against {@link FirstFitAllocator} and the sorted-list reference, which
+ * must return identical offsets; the invariants are checked after every step. A failure prints the
+ * seed; rerun one with {@code -Dmodel.seed=<seed>}.
+ */
+class FirstFitAllocatorModelTest {
+    private static final int STEPS = 100_000;
+    private static final long CAPACITY = 64L << 20;
+
+    @Test
+    void matchesSortedListReferenceOnSeededTraces() {
+        String fixed = System.getProperty("model.seed");
+        List<Long> seeds = new ArrayList<>();
+        if (fixed != null) {
+            seeds.add(Long.parseLong(fixed));
+        } else {
+            seeds.addAll(List.of(1L, 2L, 3L, 0xC0FFEEL));
+            seeds.add(System.nanoTime());
+        }
+        for (long seed : seeds) {
+            try {
+                run(seed);
+            } catch (AssertionError | RuntimeException e) {
+                fail("model test failed with seed=" + seed + " (rerun: -Dmodel.seed=" + seed + "): " + e, e);
+            }
+        }
+    }
+
+    private static void run(long seed) {
+        SplittableRandom random = new SplittableRandom(seed);
+        FirstFitAllocator ours = new FirstFitAllocator(CAPACITY);
+        SortedListFirstFit model = new SortedListFirstFit(CAPACITY);
+        List<Long> liveOffsets = new ArrayList<>();
+        TreeMap<Long, Long> liveExtents = new TreeMap<>();
+        // Phases bias towards filling or draining so that the arena visits full and empty states.
+        double reserveBias = 0.6;
+        for (int step = 0; step < STEPS; step++) {
+            if (step % 5_000 == 0) {
+                reserveBias = 0.3 + 0.45 * random.nextDouble();
+            }
+            int dice = random.nextInt(1000);
+            if (dice < 5) {
+                long bad = -random.nextInt(2);
+                assertThrows(IllegalArgumentException.class, () -> ours.reserve(bad));
+            } else if (dice < 20 && !liveOffsets.isEmpty()) {
+                long offset = liveOffsets.get(random.nextInt(liveOffsets.size())) + 256L * (1 + random.nextInt(3));
+                if (!liveExtents.containsKey(offset)) {
+                    assertTrue(ours.free(offset) != FreeOutcome.FREED, "free of a non-slot offset " + offset);
+                }
+            } else if (dice < 30) {
+                long offset = 256L * random.nextInt((int) (CAPACITY / 256));
+                if (!liveExtents.containsKey(offset)) {
+                    assertTrue(ours.free(offset) != FreeOutcome.FREED, "free of a random offset " + offset);
+                }
+            } else if (liveOffsets.isEmpty() || random.nextDouble() < reserveBias) {
+                long size = size(random);
+                long expected = model.reserve(size);
+                long actual = ours.reserve(size);
+                assertEquals(expected, actual, "step " + step + ": reserve(" + size + ")");
+                if (actual != SegmentedArena.FULL) {
+                    long aligned = (size + 255) / 256 * 256;
+                    Map.Entry<Long, Long> below = liveExtents.floorEntry(actual);
+                    Map.Entry<Long, Long> above = liveExtents.ceilingEntry(actual);
+                    assertTrue(below == null || below.getKey() + below.getValue() <= actual, "overlaps the slot below");
+                    assertTrue(above == null || actual + aligned <= above.getKey(), "overlaps the slot above");
+                    assertEquals(0, actual % 256, "alignment");
+                    liveExtents.put(actual, aligned);
+                    liveOffsets.add(actual);
+                }
+            } else {
+                int i = random.nextInt(liveOffsets.size());
+                long offset = liveOffsets.get(i);
+                liveOffsets.set(i, liveOffsets.get(liveOffsets.size() - 1));
+                liveOffsets.remove(liveOffsets.size() - 1);
+                liveExtents.remove(offset);
+                assertTrue(model.free(offset));
+                assertEquals(FreeOutcome.FREED, ours.free(offset), "step " + step + ": free(" + offset + ")");
+                if (random.nextInt(20) == 0) {
+                    assertEquals(FreeOutcome.DOUBLE_FREE, ours.free(offset), "second free of " + offset);
+                }
+            }
+            checkInvariants(ours, model, liveExtents, step);
+        }
+    }
+
+    // Mostly small, some large, a few exact powers of two (repeated sizes make exact fits).
+    private static long size(SplittableRandom random) {
+        int kind = random.nextInt(10);
+        if (kind < 6) {
+            return 1 + random.nextInt(64 << 10);
+        }
+        if (kind < 9) {
+            return 4096L << random.nextInt(6);
+        }
+        return 1 + random.nextInt(4 << 20);
+    }
+
+    private static void checkInvariants(FirstFitAllocator ours, SortedListFirstFit model,
+                                        TreeMap<Long, Long> live, int step) {
+        List<long[]> blocks = new ArrayList<>();
+        ours.forEachFreeBlock((offset, size) -> blocks.add(new long[] {offset, size}));
+        assertEquals(model.freeBlocks(), blocks.size(), "step " + step + ": free block count");
+        long free = 0;
+        long largest = 0;
+        for (int i = 0; i < blocks.size(); i++) {
+            long[] b = blocks.get(i);
+            assertEquals(model.freeBlockStart(i), b[0], "step " + step + ": free block " + i + " start");
+            assertEquals(model.freeBlockSize(i), b[1], "step " + step + ": free block " + i + " size");
+            assertTrue(b[1] > 0 && b[0] % 256 == 0 && b[1] % 256 == 0, "aligned, non-empty blocks");
+            if (i > 0) {
+                long[] prev = blocks.get(i - 1);
+                assertTrue(prev[0] + prev[1] < b[0], "step " + step + ": adjacent or overlapping free blocks at " + b[0]);
+            }
+            free += b[1];
+            largest = Math.max(largest, b[1]);
+        }
+        long used = live.values().stream().mapToLong(Long::longValue).sum();
+        assertEquals(used, ours.usedBytes(), "step " + step + ": used bytes");
+        assertEquals(CAPACITY, ours.usedBytes() + free, "step " + step + ": used + free = capacity");
+        assertEquals(free, ours.freeBytes());
+        assertEquals(largest, ours.largestFreeBlockBytes(), "step " + step + ": largest free block");
+        assertEquals(live.size(), ours.liveSlots(), "step " + step + ": live slots");
+        assertEquals(blocks.size(), ours.freeBlocks());
+    }
+}

@@ -1,0 +1,62 @@
+package io.mstar.transport.testing;
+
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * A fresh directory on the real tmpfs ({@code /dev/shm}) for each test, checked after the test: any
+ * file still in it is a leak and fails the test, then the directory is removed either way.
+ */
+public final class ShmTestDir implements BeforeEachCallback, AfterEachCallback {
+    public static final Path SHM = Path.of("/dev/shm");
+
+    private Path dir;
+
+    public Path path() {
+        return dir;
+    }
+
+    @Override
+    public void beforeEach(ExtensionContext context) throws IOException {
+        dir = Files.createTempDirectory(SHM, "mstar-test-");
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) throws IOException {
+        List<String> left = list(dir);
+        deleteTree(dir);
+        if (!left.isEmpty() && context.getExecutionException().isEmpty()) {
+            fail("test left files in its shared-memory directory: " + left);
+        }
+    }
+
+    /** The names of the entries of a directory, sorted. */
+    public static List<String> list(Path dir) {
+        try (Stream<Path> entries = Files.list(dir)) {
+            return entries.map(p -> p.getFileName().toString()).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static void deleteTree(Path dir) throws IOException {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted((a, b) -> b.getNameCount() - a.getNameCount()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+}
