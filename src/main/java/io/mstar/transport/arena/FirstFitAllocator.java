@@ -1,28 +1,35 @@
 package io.mstar.transport.arena;
 
+import java.util.Arrays;
+
 /**
  * Address-ordered first-fit allocator over one segment's offsets, with immediate coalescing.
  *
  * <h2>Algorithm</h2>
  * Space is handed out in granules of {@value #ALIGNMENT_BYTES} bytes, so every slot starts
- * {@value #ALIGNMENT_BYTES}-byte aligned. Free blocks are the nodes of a treap keyed by start address;
- * each node also holds the largest block size in its subtree. The live slots (start to length) sit in
- * an open-addressing table.
+ * {@value #ALIGNMENT_BYTES}-byte aligned. The free blocks sit in a B+ tree keyed by address: leaves hold
+ * up to {@value #FANOUT} blocks (start, size) in address order and are linked to their neighbours;
+ * each inner node holds, per child, the smallest start below it (the separator that routes
+ * an address) and the largest block size below it. The live slots (start to length) sit in an open-addressing table.
  * <ul>
- *   <li>{@link #reserve}: descend from the root, going left whenever the left subtree holds a block
- *       that fits: the first node that fits on this walk is the lowest-address block that fits. The
- *       slot is cut from its front; an exact fit removes the node.</li>
- *   <li>{@link #free}: look the offset up among the live slots (which refuses double and unknown
- *       frees before anything changes), find the free neighbours by address, and merge with each one
- *       that touches: at most one node is inserted or removed, so no two free blocks are ever adjacent.</li>
- *   <li>{@link #largestFreeBlockBytes}: the root's subtree maximum.</li>
+ *   <li>{@link #reserve}: from the root, take the first child whose largest block fits, down to the
+ *       leaf, then its first block that fits: that is the lowest-address block that fits. The slot is
+ *       cut from the block's front; an exact fit removes the block.</li>
+ *   <li>{@link #free}: look the offset up among the live slots (which refuses double and unknown frees
+ *       before anything changes), route by address to the leaf, find the free neighbours (in the leaf
+ *       or the linked neighbour leaves) and merge with each one that touches: at most one block is
+ *       inserted or removed, so no two free blocks are ever adjacent.</li>
+ *   <li>{@link #largestFreeBlockBytes}: a field kept current by every update.</li>
  * </ul>
+ * After a change, the largest sizes are recomputed upwards only while they change.
  *
  * <h2>Complexity</h2>
- * With n free blocks: reserve and free are O(log n) expected (treap depth), plus an O(1) expected
- * table operation; the largest free block is O(1). Nodes live in parallel {@code int} arrays reused
- * through a free list, so reserve and free allocate no object; arrays only double when the number of
- * free blocks or live slots reaches a new high.
+ * With n free blocks: reserve and free are O(log n) (the tree's height, with at most {@value #FANOUT}
+ * entries scanned per level: three levels hold tens of thousands of blocks), plus an O(1) expected
+ * table operation; the largest free block is O(1). Leaves split when full and are dropped when empty,
+ * so the height never exceeds that of the largest number of free blocks seen. Nodes live in flat
+ * {@code int} arrays reused through a free list, so reserve and free allocate no object; the arrays
+ * only grow when the number of free blocks or live slots reaches a new high.
  *
  * <h2>Thread safety</h2>
  * None: callers serialize access (the segmented arena holds its lock around every call).
@@ -35,24 +42,30 @@ final class FirstFitAllocator {
     /** Largest capacity: granule indices are {@code int}s. */
     static final long MAX_CAPACITY_BYTES = (long) Integer.MAX_VALUE * ALIGNMENT_BYTES;
 
+    static final int FANOUT = 32;
+    private static final int HALF = FANOUT / 2;
     private static final int SHIFT = 8;
-    private static final int NIL = 0;
+    private static final int NIL = -1;
 
     private final long capacityBytes;
 
-    // Treap nodes; index 0 is NIL, whose size and maxSize stay 0.
-    private int[] start;
-    private int[] size;
-    private int[] maxSize;
-    private int[] left;
-    private int[] right;
-    private int[] priority;
-    private int nextUnusedNode = 1;
+    // Node n owns entries [n * FANOUT, n * FANOUT + count[n]) of keys, values and children.
+    // Leaves (height 0): key = block start, value = block size. Inner nodes: key = separator,
+    // value = largest block size in the child's subtree, children = child node.
+    private int[] keys;
+    private int[] values;
+    private int[] children;
+    private int[] count;
+    private int[] height;
+    private int[] parent;
+    private int[] slot;   // index of the node among its parent's children
+    private int[] next;   // leaves: right neighbour; free nodes: next free node
+    private int[] prev;   // leaves: left neighbour
+    private int nodesUsed;
     private int freeNodeList = NIL;
-    private int root = NIL;
+    private int root;
+    private int largest;  // granules
     private int freeBlocks;
-    private int randomState = 0x2545F491;
-    private int taken;
 
     private final LiveSlotTable live = new LiveSlotTable();
     private long usedGranules;
@@ -68,8 +81,9 @@ final class FirstFitAllocator {
                 + ALIGNMENT_BYTES + " up to " + MAX_CAPACITY_BYTES + ": capacityBytes=" + capacityBytes);
         }
         this.capacityBytes = capacityBytes;
-        growNodes(16);
-        root = newNode(0, (int) (capacityBytes >>> SHIFT));
+        growNodes(8);
+        root = newNode(0);
+        insertAt(root, 0, 0, (int) (capacityBytes >>> SHIFT), NIL);
     }
 
     /**
@@ -84,16 +98,31 @@ final class FirstFitAllocator {
             throw new IllegalArgumentException("reserve size must be positive: sizeBytes=" + sizeBytes);
         }
         long granules = (sizeBytes + ALIGNMENT_BYTES - 1) >>> SHIFT;
-        if (granules > maxSize[root]) {
+        if (granules > largest) {
             failedReserves++;
             return FULL;
         }
         int length = (int) granules;
-        root = take(root, length);
-        live.put(taken, length);
+        int node = root;
+        while (height[node] > 0) {
+            node = children[firstFit(node, length)];
+        }
+        int i = firstFit(node, length);
+        int start = keys[i];
+        if (values[i] == length) {
+            removeAt(node, i - node * FANOUT);
+        } else {
+            keys[i] += length;
+            values[i] -= length;
+            if (i == node * FANOUT) {
+                syncFirstKey(node);
+            }
+            refreshUp(node);
+        }
+        live.put(start, length);
         usedGranules += length;
         reserves++;
-        return (long) taken << SHIFT;
+        return (long) start << SHIFT;
     }
 
     /** Frees the live slot starting at {@code offsetBytes}; refusals change nothing but a counter. */
@@ -136,7 +165,7 @@ final class FirstFitAllocator {
     }
 
     long largestFreeBlockBytes() {
-        return (long) maxSize[root] << SHIFT;
+        return (long) largest << SHIFT;
     }
 
     int liveSlots() {
@@ -145,6 +174,11 @@ final class FirstFitAllocator {
 
     int freeBlocks() {
         return freeBlocks;
+    }
+
+    /** Levels of the free-block tree above the leaves (0: one leaf). */
+    int treeHeight() {
+        return height[root];
     }
 
     long reserves() {
@@ -165,7 +199,15 @@ final class FirstFitAllocator {
 
     /** Calls {@code visitor} with each free block's offset and size in address order (for tests and diagnostics). */
     void forEachFreeBlock(BlockVisitor visitor) {
-        visit(root, visitor);
+        int node = root;
+        while (height[node] > 0) {
+            node = children[node * FANOUT];
+        }
+        for (; node != NIL; node = next[node]) {
+            for (int i = node * FANOUT, end = i + count[node]; i < end; i++) {
+                visitor.block((long) keys[i] << SHIFT, (long) values[i] << SHIFT);
+            }
+        }
     }
 
     /** Receives one free block. */
@@ -174,206 +216,277 @@ final class FirstFitAllocator {
         void block(long offsetBytes, long sizeBytes);
     }
 
-    private void visit(int t, BlockVisitor visitor) {
-        if (t == NIL) {
-            return;
+    // Entry index of the first entry of `node` whose value (block or subtree maximum) is at least `length`.
+    private int firstFit(int node, int length) {
+        int i = node * FANOUT;
+        while (values[i] < length) {
+            i++;
         }
-        visit(left[t], visitor);
-        visitor.block((long) start[t] << SHIFT, (long) size[t] << SHIFT);
-        visit(right[t], visitor);
-    }
-
-    // Cuts `length` granules from the front of the lowest-address block that fits; sets `taken`.
-    private int take(int t, int length) {
-        int l = left[t];
-        if (maxSize[l] >= length) {
-            left[t] = take(l, length);
-        } else if (size[t] >= length) {
-            taken = start[t];
-            if (size[t] == length) {
-                int merged = merge(l, right[t]);
-                releaseNode(t);
-                return merged;
-            }
-            start[t] += length;
-            size[t] -= length;
-        } else {
-            right[t] = take(right[t], length);
-        }
-        pull(t);
-        return t;
+        return i;
     }
 
     private void release(int granule, int length) {
-        int pred = NIL;
-        int succ = NIL;
-        for (int t = root; t != NIL; ) {
-            if (start[t] < granule) {
-                pred = t;
-                t = right[t];
-            } else {
-                succ = t;
-                t = left[t];
-            }
+        int leaf = leafFor(granule);
+        int base = leaf * FANOUT;
+        int c = count[leaf];
+        int p = 0;
+        while (p < c && keys[base + p] < granule) {
+            p++;
         }
-        boolean joinPred = pred != NIL && start[pred] + size[pred] == granule;
-        boolean joinSucc = succ != NIL && start[succ] == granule + length;
+        int predLeaf = p > 0 ? leaf : prev[leaf];
+        int pred = p > 0 ? base + p - 1 : predLeaf == NIL ? NIL : predLeaf * FANOUT + count[predLeaf] - 1;
+        int succLeaf = p < c ? leaf : next[leaf];
+        int succ = p < c ? base + p : succLeaf == NIL ? NIL : succLeaf * FANOUT;
+        boolean joinPred = pred != NIL && keys[pred] + values[pred] == granule;
+        boolean joinSucc = succ != NIL && keys[succ] == granule + length;
         if (joinPred && joinSucc) {
-            int merged = size[pred] + length + size[succ];
-            root = remove(root, start[succ]);
-            releaseNode(succ);
-            root = resize(root, start[pred], start[pred], merged);
+            values[pred] += length + values[succ];
+            removeAt(succLeaf, succ - succLeaf * FANOUT);
+            refreshUp(predLeaf);
         } else if (joinPred) {
-            root = resize(root, start[pred], start[pred], size[pred] + length);
+            values[pred] += length;
+            refreshUp(predLeaf);
         } else if (joinSucc) {
-            root = resize(root, start[succ], granule, size[succ] + length);
+            keys[succ] = granule;
+            values[succ] += length;
+            if (succ == succLeaf * FANOUT) {
+                syncFirstKey(succLeaf);
+            }
+            refreshUp(succLeaf);
         } else {
-            root = insert(root, newNode(granule, length));
+            insertAt(leaf, p, granule, length, NIL);
         }
     }
 
     private boolean insideFreeBlock(int granule) {
-        for (int t = root; t != NIL; ) {
-            if (granule < start[t]) {
-                t = left[t];
-            } else if (granule >= start[t] + size[t]) {
-                t = right[t];
-            } else {
-                return true;
+        int leaf = leafFor(granule);
+        int base = leaf * FANOUT;
+        int p = count[leaf];
+        while (p > 0 && keys[base + p - 1] > granule) {
+            p--;
+        }
+        int pred = p > 0 ? base + p - 1 : prev[leaf] == NIL ? NIL : prev[leaf] * FANOUT + count[prev[leaf]] - 1;
+        return pred != NIL && granule < keys[pred] + values[pred];
+    }
+
+    // The leaf whose address range holds `granule`: at each level, the last child whose separator is <= granule.
+    private int leafFor(int granule) {
+        int node = root;
+        while (height[node] > 0) {
+            int base = node * FANOUT;
+            int i = base + count[node] - 1;
+            while (i > base && keys[i] > granule) {
+                i--;
+            }
+            node = children[i];
+        }
+        return node;
+    }
+
+    // Inserts an entry at position `pos` of `node`, splitting the node first when it is full.
+    private void insertAt(int node, int pos, int key, int value, int child) {
+        if (count[node] == FANOUT) {
+            int right = split(node);
+            if (pos > HALF) {
+                node = right;
+                pos -= HALF;
             }
         }
-        return false;
-    }
-
-    // Sets the node keyed `key` to (newStart, newSize); newStart must keep the address order.
-    private int resize(int t, int key, int newStart, int newSize) {
-        if (key < start[t]) {
-            left[t] = resize(left[t], key, newStart, newSize);
-        } else if (key > start[t]) {
-            right[t] = resize(right[t], key, newStart, newSize);
+        int base = node * FANOUT;
+        int c = count[node];
+        System.arraycopy(keys, base + pos, keys, base + pos + 1, c - pos);
+        System.arraycopy(values, base + pos, values, base + pos + 1, c - pos);
+        keys[base + pos] = key;
+        values[base + pos] = value;
+        if (height[node] > 0) {
+            System.arraycopy(children, base + pos, children, base + pos + 1, c - pos);
+            children[base + pos] = child;
+            parent[child] = node;
+            renumberChildren(node, pos, c + 1);
         } else {
-            start[t] = newStart;
-            size[t] = newSize;
+            freeBlocks++;
         }
-        pull(t);
-        return t;
+        count[node] = c + 1;
+        if (pos == 0) {
+            syncFirstKey(node);
+        }
+        refreshUp(node);
     }
 
-    private int insert(int t, int node) {
-        if (t == NIL) {
-            return node;
+    // Removes the entry at position `pos` of `node`; drops the node when it becomes empty.
+    private void removeAt(int node, int pos) {
+        int base = node * FANOUT;
+        int c = count[node] - 1;
+        System.arraycopy(keys, base + pos + 1, keys, base + pos, c - pos);
+        System.arraycopy(values, base + pos + 1, values, base + pos, c - pos);
+        boolean inner = height[node] > 0;
+        if (inner) {
+            System.arraycopy(children, base + pos + 1, children, base + pos, c - pos);
+            renumberChildren(node, pos, c);
+        } else {
+            freeBlocks--;
         }
-        if (start[node] < start[t]) {
-            left[t] = insert(left[t], node);
-            if (priority[left[t]] > priority[t]) {
-                t = rotateRight(t);
+        count[node] = c;
+        if (pos == 0 && c > 0) {
+            syncFirstKey(node);
+        }
+        if (c == 0 && node != root) {
+            if (!inner) {
+                unlinkLeaf(node);
             }
-        } else {
-            right[t] = insert(right[t], node);
-            if (priority[right[t]] > priority[t]) {
-                t = rotateLeft(t);
+            int p = parent[node];
+            int s = slot[node];
+            releaseNode(node);
+            removeAt(p, s);
+            return;
+        }
+        if (node != root) {
+            refreshUp(node);
+            return;
+        }
+        // A root with one child is a level too many.
+        while (height[root] > 0 && count[root] == 1) {
+            int old = root;
+            root = children[old * FANOUT];
+            parent[root] = NIL;
+            releaseNode(old);
+        }
+        refreshUp(root);
+    }
+
+    // Moves the upper half of a full node into a new right sibling and links that into the parent.
+    private int split(int node) {
+        int right = newNode(height[node]);
+        int from = node * FANOUT + HALF;
+        int to = right * FANOUT;
+        int moved = FANOUT - HALF;
+        System.arraycopy(keys, from, keys, to, moved);
+        System.arraycopy(values, from, values, to, moved);
+        count[node] = HALF;
+        count[right] = moved;
+        if (height[node] > 0) {
+            System.arraycopy(children, from, children, to, moved);
+            for (int i = 0; i < moved; i++) {
+                parent[children[to + i]] = right;
             }
-        }
-        pull(t);
-        return t;
-    }
-
-    private int remove(int t, int key) {
-        if (key == start[t]) {
-            return merge(left[t], right[t]);
-        }
-        if (key < start[t]) {
-            left[t] = remove(left[t], key);
+            renumberChildren(right, 0, moved);
         } else {
-            right[t] = remove(right[t], key);
+            next[right] = next[node];
+            prev[right] = node;
+            if (next[node] != NIL) {
+                prev[next[node]] = right;
+            }
+            next[node] = right;
         }
-        pull(t);
-        return t;
-    }
-
-    private int merge(int a, int b) {
-        if (a == NIL) {
-            return b;
+        if (node == root) {
+            root = newNode(height[node] + 1);
+            int base = root * FANOUT;
+            keys[base] = keys[node * FANOUT];
+            values[base] = nodeMax(node);
+            children[base] = node;
+            count[root] = 1;
+            parent[node] = root;
+            slot[node] = 0;
         }
-        if (b == NIL) {
-            return a;
+        int p = parent[node];
+        values[p * FANOUT + slot[node]] = nodeMax(node);
+        insertAt(p, slot[node] + 1, keys[to], nodeMax(right), right);
+        return right;
+    }
+
+    // The first key of `node` changed: the separators above it hold the smallest start below them.
+    private void syncFirstKey(int node) {
+        int key = keys[node * FANOUT];
+        while (node != root) {
+            int entry = parent[node] * FANOUT + slot[node];
+            if (keys[entry] == key) {
+                return;
+            }
+            keys[entry] = key;
+            if (slot[node] != 0) {
+                return;
+            }
+            node = parent[node];
         }
-        if (priority[a] > priority[b]) {
-            right[a] = merge(right[a], b);
-            pull(a);
-            return a;
+    }
+
+    // The content of `node` changed: recompute the largest sizes upwards while they change.
+    private void refreshUp(int node) {
+        int max = nodeMax(node);
+        while (node != root) {
+            int entry = parent[node] * FANOUT + slot[node];
+            if (values[entry] == max) {
+                return;
+            }
+            values[entry] = max;
+            node = parent[node];
+            max = nodeMax(node);
         }
-        left[b] = merge(a, left[b]);
-        pull(b);
-        return b;
+        largest = max;
     }
 
-    private int rotateRight(int t) {
-        int l = left[t];
-        left[t] = right[l];
-        right[l] = t;
-        pull(t);
-        return l;
+    private int nodeMax(int node) {
+        int max = 0;
+        for (int i = node * FANOUT, end = i + count[node]; i < end; i++) {
+            max = Math.max(max, values[i]);
+        }
+        return max;
     }
 
-    private int rotateLeft(int t) {
-        int r = right[t];
-        right[t] = left[r];
-        left[r] = t;
-        pull(t);
-        return r;
+    private void renumberChildren(int node, int from, int to) {
+        int base = node * FANOUT;
+        for (int i = from; i < to; i++) {
+            slot[children[base + i]] = i;
+        }
     }
 
-    private void pull(int t) {
-        maxSize[t] = Math.max(size[t], Math.max(maxSize[left[t]], maxSize[right[t]]));
+    private void unlinkLeaf(int leaf) {
+        if (prev[leaf] != NIL) {
+            next[prev[leaf]] = next[leaf];
+        }
+        if (next[leaf] != NIL) {
+            prev[next[leaf]] = prev[leaf];
+        }
     }
 
-    private int newNode(int blockStart, int blockSize) {
+    private int newNode(int nodeHeight) {
         int node;
         if (freeNodeList != NIL) {
             node = freeNodeList;
-            freeNodeList = left[node];
+            freeNodeList = next[node];
         } else {
-            if (nextUnusedNode == start.length) {
-                growNodes(start.length * 2);
+            if (nodesUsed == count.length) {
+                growNodes(count.length * 2);
             }
-            node = nextUnusedNode++;
+            node = nodesUsed++;
         }
-        start[node] = blockStart;
-        size[node] = blockSize;
-        maxSize[node] = blockSize;
-        left[node] = NIL;
-        right[node] = NIL;
-        priority[node] = nextPriority();
-        freeBlocks++;
+        count[node] = 0;
+        height[node] = nodeHeight;
+        parent[node] = NIL;
+        slot[node] = 0;
+        next[node] = NIL;
+        prev[node] = NIL;
         return node;
     }
 
     private void releaseNode(int node) {
-        left[node] = freeNodeList;
+        next[node] = freeNodeList;
         freeNodeList = node;
-        freeBlocks--;
     }
 
-    private int nextPriority() {
-        int x = randomState;
-        x ^= x << 13;
-        x ^= x >>> 17;
-        x ^= x << 5;
-        randomState = x;
-        return x;
+    private void growNodes(int nodes) {
+        keys = grow(keys, nodes * FANOUT);
+        values = grow(values, nodes * FANOUT);
+        children = grow(children, nodes * FANOUT);
+        count = grow(count, nodes);
+        height = grow(height, nodes);
+        parent = grow(parent, nodes);
+        slot = grow(slot, nodes);
+        next = grow(next, nodes);
+        prev = grow(prev, nodes);
     }
 
-    private void growNodes(int capacity) {
-        start = grow(start, capacity);
-        size = grow(size, capacity);
-        maxSize = grow(maxSize, capacity);
-        left = grow(left, capacity);
-        right = grow(right, capacity);
-        priority = grow(priority, capacity);
-    }
-
-    private static int[] grow(int[] array, int capacity) {
-        return array == null ? new int[capacity] : java.util.Arrays.copyOf(array, capacity);
+    private static int[] grow(int[] array, int length) {
+        return array == null ? new int[length] : Arrays.copyOf(array, length);
     }
 }

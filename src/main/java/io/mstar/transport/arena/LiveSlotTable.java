@@ -5,14 +5,14 @@ import java.util.Arrays;
 /**
  * Live slots of one allocator: start granule to length in granules. Open addressing with linear
  * probing and backward-shift deletion (no tombstones), so lookups stay short under churn and no
- * object is allocated except when the table doubles. Not thread-safe.
+ * object is allocated except when the table doubles. Key and value sit side by side in one array,
+ * so a lookup touches one cache line. Not thread-safe.
  */
 final class LiveSlotTable {
     static final int MISSING = -1;
     private static final int EMPTY = -1;
 
-    private int[] keys;
-    private int[] values;
+    private int[] entries; // key at 2i, value at 2i + 1
     private int mask;
     private int size;
 
@@ -25,27 +25,27 @@ final class LiveSlotTable {
     }
 
     void put(int key, int value) {
-        if ((size + 1) * 2 > keys.length) {
-            rehash(keys.length * 2);
+        if ((size + 1) * 2 > mask + 1) {
+            rehash((mask + 1) * 2);
         }
         int i = slot(key);
-        while (keys[i] != EMPTY) {
-            if (keys[i] == key) {
-                values[i] = value;
+        while (entries[2 * i] != EMPTY) {
+            if (entries[2 * i] == key) {
+                entries[2 * i + 1] = value;
                 return;
             }
             i = (i + 1) & mask;
         }
-        keys[i] = key;
-        values[i] = value;
+        entries[2 * i] = key;
+        entries[2 * i + 1] = value;
         size++;
     }
 
     int get(int key) {
         int i = slot(key);
-        while (keys[i] != EMPTY) {
-            if (keys[i] == key) {
-                return values[i];
+        while (entries[2 * i] != EMPTY) {
+            if (entries[2 * i] == key) {
+                return entries[2 * i + 1];
             }
             i = (i + 1) & mask;
         }
@@ -55,9 +55,9 @@ final class LiveSlotTable {
     /** Removes key and returns its value, or {@link #MISSING}. */
     int remove(int key) {
         int i = slot(key);
-        while (keys[i] != EMPTY) {
-            if (keys[i] == key) {
-                int value = values[i];
+        while (entries[2 * i] != EMPTY) {
+            if (entries[2 * i] == key) {
+                int value = entries[2 * i + 1];
                 shiftBack(i);
                 size--;
                 return value;
@@ -72,19 +72,19 @@ final class LiveSlotTable {
         int i = hole;
         while (true) {
             i = (i + 1) & mask;
-            int key = keys[i];
+            int key = entries[2 * i];
             if (key == EMPTY) {
                 break;
             }
             int home = slot(key);
             boolean movable = hole <= i ? (home <= hole || home > i) : (home <= hole && home > i);
             if (movable) {
-                keys[hole] = key;
-                values[hole] = values[i];
+                entries[2 * hole] = key;
+                entries[2 * hole + 1] = entries[2 * i + 1];
                 hole = i;
             }
         }
-        keys[hole] = EMPTY;
+        entries[2 * hole] = EMPTY;
     }
 
     private int slot(int key) {
@@ -93,21 +93,19 @@ final class LiveSlotTable {
     }
 
     private void rehash(int capacity) {
-        int[] oldKeys = keys;
-        int[] oldValues = values;
+        int[] old = entries;
         allocate(capacity);
         size = 0;
-        for (int i = 0; i < oldKeys.length; i++) {
-            if (oldKeys[i] != EMPTY) {
-                put(oldKeys[i], oldValues[i]);
+        for (int i = 0; i < old.length; i += 2) {
+            if (old[i] != EMPTY) {
+                put(old[i], old[i + 1]);
             }
         }
     }
 
     private void allocate(int capacity) {
-        keys = new int[capacity];
-        values = new int[capacity];
-        Arrays.fill(keys, EMPTY);
+        entries = new int[2 * capacity];
+        Arrays.fill(entries, EMPTY);
         mask = capacity - 1;
     }
 }

@@ -23,26 +23,45 @@ class FirstFitAllocatorModelTest {
     private static final int STEPS = 100_000;
     private static final long CAPACITY = 64L << 20;
 
+    /** Mixed sizes up to 4 MiB: a few hundred free blocks, every invariant checked after every step. */
     @Test
     void matchesSortedListReferenceOnSeededTraces() {
-        String fixed = System.getProperty("model.seed");
-        List<Long> seeds = new ArrayList<>();
-        if (fixed != null) {
-            seeds.add(Long.parseLong(fixed));
-        } else {
-            seeds.addAll(List.of(1L, 2L, 3L, 0xC0FFEEL));
-            seeds.add(System.nanoTime());
-        }
-        for (long seed : seeds) {
-            try {
-                run(seed);
-            } catch (AssertionError | RuntimeException e) {
-                fail("model test failed with seed=" + seed + " (rerun: -Dmodel.seed=" + seed + "): " + e, e);
-            }
+        for (long seed : seeds(1L, 2L, 3L, 0xC0FFEEL)) {
+            run(seed, false, 1);
         }
     }
 
-    private static void run(long seed) {
+    /**
+     * Small sizes: thousands of free blocks, so the tree grows several levels, splits and collapses.
+     * Offsets are compared at every step, the whole structure every 97 steps and at the end.
+     */
+    @Test
+    void matchesReferenceInDeepTrees() {
+        for (long seed : seeds(11L, 12L)) {
+            FirstFitAllocator ours = run(seed, true, 97);
+            assertTrue(ours.treeHeight() == 0 && ours.freeBlocks() == 1, "drained back to one block in one leaf");
+        }
+    }
+
+    private static List<Long> seeds(Long... fixedSeeds) {
+        String fixed = System.getProperty("model.seed");
+        if (fixed != null) {
+            return List.of(Long.parseLong(fixed));
+        }
+        List<Long> seeds = new ArrayList<>(List.of(fixedSeeds));
+        seeds.add(System.nanoTime());
+        return seeds;
+    }
+
+    private static FirstFitAllocator run(long seed, boolean small, int checkEvery) {
+        try {
+            return runSeed(seed, small, checkEvery);
+        } catch (AssertionError | RuntimeException e) {
+            return fail("model test failed with seed=" + seed + " (rerun: -Dmodel.seed=" + seed + "): " + e, e);
+        }
+    }
+
+    private static FirstFitAllocator runSeed(long seed, boolean small, int checkEvery) {
         SplittableRandom random = new SplittableRandom(seed);
         FirstFitAllocator ours = new FirstFitAllocator(CAPACITY);
         SortedListFirstFit model = new SortedListFirstFit(CAPACITY);
@@ -50,6 +69,7 @@ class FirstFitAllocatorModelTest {
         TreeMap<Long, Long> liveExtents = new TreeMap<>();
         // Phases bias towards filling or draining so that the arena visits full and empty states.
         double reserveBias = 0.6;
+        int maxHeight = 0;
         for (int step = 0; step < STEPS; step++) {
             if (step % 5_000 == 0) {
                 reserveBias = 0.3 + 0.45 * random.nextDouble();
@@ -69,7 +89,7 @@ class FirstFitAllocatorModelTest {
                     assertTrue(ours.free(offset) != FreeOutcome.FREED, "free of a random offset " + offset);
                 }
             } else if (liveOffsets.isEmpty() || random.nextDouble() < reserveBias) {
-                long size = size(random);
+                long size = small ? 1 + random.nextInt(4096) : size(random);
                 long expected = model.reserve(size);
                 long actual = ours.reserve(size);
                 assertEquals(expected, actual, "step " + step + ": reserve(" + size + ")");
@@ -95,8 +115,23 @@ class FirstFitAllocatorModelTest {
                     assertEquals(FreeOutcome.DOUBLE_FREE, ours.free(offset), "second free of " + offset);
                 }
             }
-            checkInvariants(ours, model, liveExtents, step);
+            maxHeight = Math.max(maxHeight, ours.treeHeight());
+            assertEquals(model.largestFreeBlockBytes(), ours.largestFreeBlockBytes(), "step " + step + ": largest");
+            if (step % checkEvery == 0) {
+                checkInvariants(ours, model, liveExtents, step);
+            }
         }
+        checkInvariants(ours, model, liveExtents, STEPS);
+        if (small) {
+            assertTrue(maxHeight >= 2, "the trace should grow the tree at least two levels, reached " + maxHeight);
+        }
+        for (long offset : liveOffsets) {
+            assertEquals(FreeOutcome.FREED, ours.free(offset));
+            assertTrue(model.free(offset));
+        }
+        liveExtents.clear();
+        checkInvariants(ours, model, liveExtents, STEPS + 1);
+        return ours;
     }
 
     // Mostly small, some large, a few exact powers of two (repeated sizes make exact fits).
