@@ -7,29 +7,33 @@ import java.util.Arrays;
  *
  * <h2>Algorithm</h2>
  * Space is handed out in granules of {@value #ALIGNMENT_BYTES} bytes, so every slot starts
- * {@value #ALIGNMENT_BYTES}-byte aligned. The free blocks sit in a B+ tree keyed by address: leaves hold
- * up to {@value #FANOUT} blocks (start, size) in address order and are linked to their neighbours;
- * each inner node holds, per child, the smallest start below it (the separator that routes
- * an address) and the largest block size below it. The live slots (start to length) sit in an open-addressing table.
+ * {@value #ALIGNMENT_BYTES}-byte aligned. The blocks that tile the segment, free ones and live slots
+ * alike, are the entries of a B+ tree keyed by address: a leaf holds up to {@value #FANOUT} of them in
+ * address order (start, and size: positive when free, negated when live) and is linked to its
+ * neighbours; an inner node holds, per child, the smallest start below it (the separator that routes
+ * an address) and the largest free size below it.
  * <ul>
- *   <li>{@link #reserve}: from the root, take the first child whose largest block fits, down to the
- *       leaf, then its first block that fits: that is the lowest-address block that fits. The slot is
- *       cut from the block's front; an exact fit removes the block.</li>
- *   <li>{@link #free}: look the offset up among the live slots (which refuses double and unknown frees
- *       before anything changes), route by address to the leaf, find the free neighbours (in the leaf
- *       or the linked neighbour leaves) and merge with each one that touches: at most one block is
- *       inserted or removed, so no two free blocks are ever adjacent.</li>
+ *   <li>{@link #reserve}: from the root, take the first child whose largest free block fits, down to
+ *       the leaf, then its first free block that fits: that is the lowest-address block that fits.
+ *       The slot is cut from the block's front and enters as a live entry just before it; an exact
+ *       fit turns the block live.</li>
+ *   <li>{@link #free}: route the offset to its leaf and find the block that holds it: only a live
+ *       entry starting exactly there is freed; anything else (inside a free block: a double free;
+ *       inside a slot or misaligned: an unknown offset) is refused before anything changes. The freed
+ *       slot merges with each free neighbour (the adjacent entries), so no two free blocks are ever
+ *       adjacent.</li>
  *   <li>{@link #largestFreeBlockBytes}: a field kept current by every update.</li>
  * </ul>
- * After a change, the largest sizes are recomputed upwards only while they change.
+ * After a change, the maxima above it are raised in O(1) per level, or rescanned only when the entry
+ * that shrank was the maximum, and only while they change.
  *
  * <h2>Complexity</h2>
- * With n free blocks: reserve and free are O(log n) (the tree's height, with at most {@value #FANOUT}
- * entries scanned per level: three levels hold tens of thousands of blocks), plus an O(1) expected
- * table operation; the largest free block is O(1). Leaves split when full and are dropped when empty,
- * so the height never exceeds that of the largest number of free blocks seen. Nodes live in flat
- * {@code int} arrays reused through a free list, so reserve and free allocate no object; the arrays
- * only grow when the number of free blocks or live slots reaches a new high.
+ * With n blocks (free blocks plus live slots): reserve and free are O(log n), the tree's height, with
+ * at most {@value #FANOUT} entries scanned per level (three levels hold tens of thousands of blocks);
+ * the largest free block is O(1). Leaves split when full and are dropped when empty, so the height never
+ * exceeds that of the largest number of blocks seen. Nodes live in flat {@code int} arrays reused
+ * through a free list, so reserve and free allocate no object; the arrays only grow when the number of
+ * blocks reaches a new high.
  *
  * <h2>Thread safety</h2>
  * None: callers serialize access (the segmented arena holds its lock around every call).
@@ -50,8 +54,8 @@ final class FirstFitAllocator {
     private final long capacityBytes;
 
     // Node n owns entries [n * FANOUT, n * FANOUT + count[n]) of keys, values and children.
-    // Leaves (height 0): key = block start, value = block size. Inner nodes: key = separator,
-    // value = largest block size in the child's subtree, children = child node.
+    // Leaves (height 0): key = block start, value = free size, or -size for a live slot.
+    // Inner nodes: key = smallest start below, value = largest free size below, children = child node.
     private int[] keys;
     private int[] values;
     private int[] children;
@@ -66,8 +70,7 @@ final class FirstFitAllocator {
     private int root;
     private int largest;  // granules
     private int freeBlocks;
-
-    private final LiveSlotTable live = new LiveSlotTable();
+    private int liveSlots;
     private long usedGranules;
 
     private long reserves;
@@ -84,6 +87,7 @@ final class FirstFitAllocator {
         growNodes(8);
         root = newNode(0);
         insertAt(root, 0, 0, (int) (capacityBytes >>> SHIFT), NIL);
+        freeBlocks = 1;
     }
 
     /**
@@ -109,17 +113,19 @@ final class FirstFitAllocator {
         }
         int i = firstFit(node, length);
         int start = keys[i];
-        if (values[i] == length) {
-            removeAt(node, i - node * FANOUT);
+        int size = values[i];
+        if (size == length) {
+            values[i] = -length;
+            freeBlocks--;
+            lowered(node, size);
         } else {
-            keys[i] += length;
-            values[i] -= length;
-            if (i == node * FANOUT) {
-                syncFirstKey(node);
-            }
-            refreshUp(node);
+            // The free remainder keeps its entry, moved past the slot; the slot enters just before it.
+            keys[i] = start + length;
+            values[i] = size - length;
+            lowered(node, size);
+            insertAt(node, i - node * FANOUT, start, -length, NIL);
         }
-        live.put(start, length);
+        liveSlots++;
         usedGranules += length;
         reserves++;
         return (long) start << SHIFT;
@@ -132,12 +138,15 @@ final class FirstFitAllocator {
             return FreeOutcome.UNKNOWN_OFFSET;
         }
         int granule = (int) (offsetBytes >>> SHIFT);
-        int length = live.remove(granule);
-        if (length == LiveSlotTable.MISSING) {
+        int leaf = leafFor(granule);
+        int i = entryCovering(leaf, granule);
+        if (keys[i] != granule || values[i] > 0) {
             refusedFrees++;
-            return insideFreeBlock(granule) ? FreeOutcome.DOUBLE_FREE : FreeOutcome.UNKNOWN_OFFSET;
+            return values[i] > 0 ? FreeOutcome.DOUBLE_FREE : FreeOutcome.UNKNOWN_OFFSET;
         }
-        release(granule, length);
+        int length = -values[i];
+        release(leaf, i, length);
+        liveSlots--;
         usedGranules -= length;
         frees++;
         return FreeOutcome.FREED;
@@ -148,8 +157,9 @@ final class FirstFitAllocator {
         if (offsetBytes < 0 || offsetBytes >= capacityBytes || (offsetBytes & (ALIGNMENT_BYTES - 1)) != 0) {
             return -1;
         }
-        int length = live.get((int) (offsetBytes >>> SHIFT));
-        return length == LiveSlotTable.MISSING ? -1 : (long) length << SHIFT;
+        int granule = (int) (offsetBytes >>> SHIFT);
+        int i = entryCovering(leafFor(granule), granule);
+        return keys[i] == granule && values[i] < 0 ? (long) -values[i] << SHIFT : -1;
     }
 
     long capacityBytes() {
@@ -169,14 +179,14 @@ final class FirstFitAllocator {
     }
 
     int liveSlots() {
-        return live.size();
+        return liveSlots;
     }
 
     int freeBlocks() {
         return freeBlocks;
     }
 
-    /** Levels of the free-block tree above the leaves (0: one leaf). */
+    /** Levels of the tree above the leaves (0: one leaf). */
     int treeHeight() {
         return height[root];
     }
@@ -205,7 +215,9 @@ final class FirstFitAllocator {
         }
         for (; node != NIL; node = next[node]) {
             for (int i = node * FANOUT, end = i + count[node]; i < end; i++) {
-                visitor.block((long) keys[i] << SHIFT, (long) values[i] << SHIFT);
+                if (values[i] > 0) {
+                    visitor.block((long) keys[i] << SHIFT, (long) values[i] << SHIFT);
+                }
             }
         }
     }
@@ -225,48 +237,43 @@ final class FirstFitAllocator {
         return i;
     }
 
-    private void release(int granule, int length) {
-        int leaf = leafFor(granule);
-        int base = leaf * FANOUT;
-        int c = count[leaf];
-        int p = 0;
-        while (p < c && keys[base + p] < granule) {
-            p++;
+    // Entry index of the block of `leaf` that holds `granule`: the last one starting at or before it.
+    private int entryCovering(int leaf, int granule) {
+        int i = leaf * FANOUT + count[leaf] - 1;
+        while (keys[i] > granule) {
+            i--;
         }
-        int predLeaf = p > 0 ? leaf : prev[leaf];
-        int pred = p > 0 ? base + p - 1 : predLeaf == NIL ? NIL : predLeaf * FANOUT + count[predLeaf] - 1;
-        int succLeaf = p < c ? leaf : next[leaf];
-        int succ = p < c ? base + p : succLeaf == NIL ? NIL : succLeaf * FANOUT;
-        boolean joinPred = pred != NIL && keys[pred] + values[pred] == granule;
-        boolean joinSucc = succ != NIL && keys[succ] == granule + length;
-        if (joinPred && joinSucc) {
-            values[pred] += length + values[succ];
-            removeAt(succLeaf, succ - succLeaf * FANOUT);
-            refreshUp(predLeaf);
-        } else if (joinPred) {
-            values[pred] += length;
-            refreshUp(predLeaf);
-        } else if (joinSucc) {
-            keys[succ] = granule;
-            values[succ] += length;
-            if (succ == succLeaf * FANOUT) {
-                syncFirstKey(succLeaf);
-            }
-            refreshUp(succLeaf);
-        } else {
-            insertAt(leaf, p, granule, length, NIL);
-        }
+        return i;
     }
 
-    private boolean insideFreeBlock(int granule) {
-        int leaf = leafFor(granule);
+    // Turns the slot at entry `i` of `leaf` free and merges it with the free neighbours it touches.
+    private void release(int leaf, int i, int length) {
         int base = leaf * FANOUT;
-        int p = count[leaf];
-        while (p > 0 && keys[base + p - 1] > granule) {
-            p--;
+        int pos = i - base;
+        int predLeaf = pos > 0 ? leaf : prev[leaf];
+        int pred = pos > 0 ? i - 1 : predLeaf == NIL ? NIL : predLeaf * FANOUT + count[predLeaf] - 1;
+        int succLeaf = pos < count[leaf] - 1 ? leaf : next[leaf];
+        int succ = pos < count[leaf] - 1 ? i + 1 : succLeaf == NIL ? NIL : succLeaf * FANOUT;
+        boolean joinPred = pred != NIL && values[pred] > 0;
+        boolean joinSucc = succ != NIL && values[succ] > 0;
+        // Raise before removing: the removals' rescans then see the merged block, so every maximum stays exact.
+        if (joinPred) {
+            values[pred] += length + (joinSucc ? values[succ] : 0);
+            raised(predLeaf, values[pred]);
+            if (joinSucc) {
+                removeAt(succLeaf, succ - succLeaf * FANOUT);
+                freeBlocks--;
+            }
+            removeAt(leaf, pos);
+        } else if (joinSucc) {
+            values[i] = length + values[succ];
+            raised(leaf, values[i]);
+            removeAt(succLeaf, succ - succLeaf * FANOUT);
+        } else {
+            values[i] = length;
+            raised(leaf, length);
+            freeBlocks++;
         }
-        int pred = p > 0 ? base + p - 1 : prev[leaf] == NIL ? NIL : prev[leaf] * FANOUT + count[prev[leaf]] - 1;
-        return pred != NIL && granule < keys[pred] + values[pred];
     }
 
     // The leaf whose address range holds `granule`: at each level, the last child whose separator is <= granule.
@@ -303,19 +310,18 @@ final class FirstFitAllocator {
             children[base + pos] = child;
             parent[child] = node;
             renumberChildren(node, pos, c + 1);
-        } else {
-            freeBlocks++;
         }
         count[node] = c + 1;
         if (pos == 0) {
             syncFirstKey(node);
         }
-        refreshUp(node);
+        raised(node, value);
     }
 
     // Removes the entry at position `pos` of `node`; drops the node when it becomes empty.
     private void removeAt(int node, int pos) {
         int base = node * FANOUT;
+        int removed = values[base + pos];
         int c = count[node] - 1;
         System.arraycopy(keys, base + pos + 1, keys, base + pos, c - pos);
         System.arraycopy(values, base + pos + 1, values, base + pos, c - pos);
@@ -323,8 +329,6 @@ final class FirstFitAllocator {
         if (inner) {
             System.arraycopy(children, base + pos + 1, children, base + pos, c - pos);
             renumberChildren(node, pos, c);
-        } else {
-            freeBlocks--;
         }
         count[node] = c;
         if (pos == 0 && c > 0) {
@@ -340,18 +344,18 @@ final class FirstFitAllocator {
             removeAt(p, s);
             return;
         }
-        if (node != root) {
-            refreshUp(node);
+        if (node == root && height[root] > 0 && count[root] == 1) {
+            // A root with one child is a level too many.
+            while (height[root] > 0 && count[root] == 1) {
+                int old = root;
+                root = children[old * FANOUT];
+                parent[root] = NIL;
+                releaseNode(old);
+            }
+            largest = nodeMax(root);
             return;
         }
-        // A root with one child is a level too many.
-        while (height[root] > 0 && count[root] == 1) {
-            int old = root;
-            root = children[old * FANOUT];
-            parent[root] = NIL;
-            releaseNode(old);
-        }
-        refreshUp(root);
+        lowered(node, removed);
     }
 
     // Moves the upper half of a full node into a new right sibling and links that into the parent.
@@ -410,19 +414,40 @@ final class FirstFitAllocator {
         }
     }
 
-    // The content of `node` changed: recompute the largest sizes upwards while they change.
-    private void refreshUp(int node) {
-        int max = nodeMax(node);
+    // An entry of `node` grew to `value` (or arrived with it): raise the maxima above while they are smaller.
+    private void raised(int node, int value) {
         while (node != root) {
             int entry = parent[node] * FANOUT + slot[node];
-            if (values[entry] == max) {
+            if (values[entry] >= value) {
+                return;
+            }
+            values[entry] = value;
+            node = parent[node];
+        }
+        largest = Math.max(largest, value);
+    }
+
+    // An entry of `node` shrank from `old` (or left): only when it was the maximum is the node rescanned,
+    // and the ancestors only while their maximum changes.
+    private void lowered(int node, int old) {
+        while (true) {
+            int entry = node == root ? NIL : parent[node] * FANOUT + slot[node];
+            int recorded = entry == NIL ? largest : values[entry];
+            if (old < recorded) {
+                return;
+            }
+            int max = nodeMax(node);
+            if (max == recorded) {
+                return;
+            }
+            if (entry == NIL) {
+                largest = max;
                 return;
             }
             values[entry] = max;
+            old = recorded;
             node = parent[node];
-            max = nodeMax(node);
         }
-        largest = max;
     }
 
     private int nodeMax(int node) {

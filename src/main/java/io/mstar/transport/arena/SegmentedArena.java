@@ -88,6 +88,7 @@ public final class SegmentedArena implements AutoCloseable {
      * @throws ConfigurationException when one arena's ceiling exceeds the shared-memory file system
      */
     public static SegmentedArena open(TransportConfig config, Namespace namespace, String entity) {
+        LOG.info("opening arena: entity={}, namespace={}, configuration={}", entity, namespace, config.describe());
         return new SegmentedArena(config.shmDir(), namespace, entity, config.segmentBytes(), config.maxSegments());
     }
 

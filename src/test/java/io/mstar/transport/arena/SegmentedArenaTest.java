@@ -171,6 +171,25 @@ class SegmentedArenaTest {
     }
 
     @Test
+    void ceilingAboveFreeSpaceOnlyWarns() throws Exception {
+        try (SmallTmpfs tmpfs = SmallTmpfs.mount(16 << 20)) {
+            Files.write(tmpfs.path().resolve("filler"), new byte[10 << 20]);
+            java.io.PrintStream original = System.err;
+            java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+            System.setErr(new java.io.PrintStream(captured, true));
+            try {
+                new SegmentedArena(tmpfs.path(), NS, "p", 4 << 20, 4).close();
+            } finally {
+                System.setErr(original);
+            }
+            String log = captured.toString();
+            assertTrue(log.contains("WARN") && log.contains("ceiling exceeds the free shared memory")
+                && log.contains("ceilingBytes=" + (16 << 20)), log);
+            Files.delete(tmpfs.path().resolve("filler"));
+        }
+    }
+
+    @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void senderAndAckThreadsShareTheArenaConsistently() throws Exception {
         try (SegmentedArena arena = arena(4)) {
