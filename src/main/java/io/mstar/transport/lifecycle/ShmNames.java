@@ -8,6 +8,7 @@ import java.util.regex.Pattern;
  *
  * <pre>
  *   segment: mstar_&lt;ns&gt;_arena_&lt;entity&gt;_&lt;nonce&gt;_&lt;index&gt;
+ *   spill:   mstar_&lt;ns&gt;_spill_&lt;entity&gt;_&lt;pid&gt;_&lt;uuid, 32 hex digits&gt;
  * </pre>
  */
 public final class ShmNames {
@@ -20,6 +21,10 @@ public final class ShmNames {
     public static final Pattern SEGMENT =
         Pattern.compile("mstar_([0-9a-f]{16})_arena_([A-Za-z0-9-]{1,64})_([0-9a-f]{8})_([0-9]{1,10})");
 
+    /** Any spill file name, of any namespace. */
+    public static final Pattern SPILL =
+        Pattern.compile("mstar_([0-9a-f]{16})_spill_([A-Za-z0-9-]{1,64})_([0-9]{1,10})_([0-9a-f]{32})");
+
     /** Checks an entity name, for use in file names. */
     public static String checkEntity(String entity) {
         if (entity == null || !ENTITY.matcher(entity).matches()) {
@@ -27,6 +32,18 @@ public final class ShmNames {
                 "entity must be 1 to 64 letters, digits or '-' (it becomes part of file names): entity=" + entity);
         }
         return entity;
+    }
+
+    /** The name of the spill file of one tensor. */
+    public static String spill(Namespace ns, String entity, long pid, java.util.UUID uuid) {
+        return "mstar_" + ns.id() + "_spill_" + checkEntity(entity) + "_" + pid + "_"
+            + uuid.toString().replace("-", "");
+    }
+
+    /** Whether {@code name} is a segment ({@code spill == false}) or spill file of namespace {@code ns}. */
+    public static boolean isOurs(Namespace ns, String name, boolean spill) {
+        java.util.regex.Matcher m = (spill ? SPILL : SEGMENT).matcher(name);
+        return m.matches() && m.group(1).equals(ns.id());
     }
 
     /** The name of segment {@code index} of one arena instance ({@code nonce}, 8 hex digits). */

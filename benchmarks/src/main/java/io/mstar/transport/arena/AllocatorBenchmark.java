@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One reserve+free pair per operation on a churn trace, at a steady number of live blocks, for our
- * treap first fit and for the sorted-list first fit (the M* algorithm) on the same trace.
+ * B+ tree first fit and for the sorted-list first fit (the M* algorithm) on the same trace.
  *
  * <p>The trace: sizes mostly lognormal between 4 KiB and 16 MiB with a few repeated sizes; frees roughly
  * FIFO with jitter (the oldest few blocks, in random order), and 2% long-lived stragglers that are
@@ -37,7 +37,7 @@ public class AllocatorBenchmark {
     @Param({"1000", "10000", "100000"})
     public int liveBlocks;
 
-    @Param({"treap", "sortedList"})
+    @Param({"bplusTree", "sortedList"})
     public String allocator;
 
     private final int[] sizes = new int[TRACE];
@@ -75,7 +75,7 @@ public class AllocatorBenchmark {
         }
         long meanBytes = totalBytes / TRACE;
         long capacity = Math.min(FirstFitAllocator.MAX_CAPACITY_BYTES, 2 * liveBlocks * meanBytes / 256 * 256);
-        if (allocator.equals("treap")) {
+        if (allocator.equals("bplusTree")) {
             FirstFitAllocator ours = new FirstFitAllocator(capacity);
             target = new Allocator() {
                 public long reserve(long bytes) {

@@ -1,0 +1,266 @@
+package io.mstar.transport.codec;
+
+import io.mstar.transport.DType;
+import io.mstar.transport.DescriptorFormatException;
+import io.mstar.transport.Placement;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.ShmNames;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.UUID;
+
+/**
+ * The binary form of a {@link TensorDescriptor}: little-endian, versioned, length-prefixed.
+ *
+ * <pre>
+ *   0                   4         6         8                  12     13     14     15     16
+ *  +-------------------+---------+---------+------------------+------+------+------+------+
+ *  | magic "MSTD"      | version | 0       | length (bytes)   | dtype| place| rank | 0    |
+ *  +-------------------+---------+---------+------------------+------+------+------+------+
+ *  16 uuid, most significant 64 bits | 24 uuid, least significant 64 bits
+ *  32 nbytes (int64)                 | 40 offset (int64)
+ *  48 shape: rank x int64
+ *  .. requestId:  uint16 length + UTF-8 bytes (at most 256)
+ *  .. producer:   uint16 length + ASCII entity name
+ *  .. fileName:   uint16 length + ASCII file name
+ * </pre>
+ * {@code length} covers the whole record, header included, and must equal what the fields use:
+ * records can be concatenated into a batch and a decoder never trusts more than it was given.
+ *
+ * <p>Decoding validates every field against the reader's namespace and throws a
+ * {@link DescriptorFormatException} naming the first bad one; it never reads outside the input.
+ * Whether {@code offset + nbytes} fits the segment is checked when the segment is mapped, since only
+ * the file knows its size.
+ */
+public final class DescriptorCodec {
+    private DescriptorCodec() {
+    }
+
+    public static final int MAGIC = 0x4454534D; // "MSTD" read little-endian
+    public static final short VERSION = 1;
+    public static final int MAX_RANK = 8;
+    public static final int MAX_REQUEST_ID_BYTES = 256;
+    /** Largest encoded record: header, shape and three maximal strings. */
+    public static final int MAX_RECORD_BYTES = 48 + 8 * MAX_RANK + 3 * (2 + 256);
+
+    static final int MAGIC_OFFSET = 0;
+    static final int VERSION_OFFSET = 4;
+    static final int RESERVED_OFFSET = 6;
+    static final int LENGTH_OFFSET = 8;
+    static final int DTYPE_OFFSET = 12;
+    static final int PLACEMENT_OFFSET = 13;
+    static final int RANK_OFFSET = 14;
+    static final int PAD_OFFSET = 15;
+    static final int UUID_MSB_OFFSET = 16;
+    static final int UUID_LSB_OFFSET = 24;
+    static final int NBYTES_OFFSET = 32;
+    static final int OFFSET_OFFSET = 40;
+    static final int SHAPE_OFFSET = 48;
+
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /** Bytes {@code d} takes encoded. */
+    public static int encodedLength(TensorDescriptor d) {
+        return SHAPE_OFFSET + 8 * d.rank() + 6 + utf8(d.requestId()).length + d.producer().length()
+            + d.fileName().length();
+    }
+
+    /** Encodes into a new array. */
+    public static byte[] encode(TensorDescriptor d) {
+        byte[] out = new byte[encodedLength(d)];
+        encode(d, MemorySegment.ofArray(out), 0);
+        return out;
+    }
+
+    /**
+     * Encodes at {@code offset} of {@code dst}.
+     *
+     * @return the bytes written
+     * @throws IllegalArgumentException when a field cannot be encoded (rank, string lengths)
+     */
+    public static int encode(TensorDescriptor d, MemorySegment dst, long offset) {
+        byte[] requestId = utf8(d.requestId());
+        if (d.rank() > MAX_RANK || requestId.length > MAX_REQUEST_ID_BYTES
+            || d.producer().length() > 64 || d.fileName().length() > 255) {
+            throw new IllegalArgumentException("descriptor cannot be encoded: rank=" + d.rank() + " (max " + MAX_RANK
+                + "), requestIdBytes=" + requestId.length + " (max " + MAX_REQUEST_ID_BYTES + ")");
+        }
+        int length = encodedLength(d);
+        MemorySegment out = dst.asSlice(offset, length);
+        out.set(INT, MAGIC_OFFSET, MAGIC);
+        out.set(SHORT, VERSION_OFFSET, VERSION);
+        out.set(SHORT, RESERVED_OFFSET, (short) 0);
+        out.set(INT, LENGTH_OFFSET, length);
+        out.set(ValueLayout.JAVA_BYTE, DTYPE_OFFSET, (byte) d.dtype().code());
+        out.set(ValueLayout.JAVA_BYTE, PLACEMENT_OFFSET, (byte) d.placement().code());
+        out.set(ValueLayout.JAVA_BYTE, RANK_OFFSET, (byte) d.rank());
+        out.set(ValueLayout.JAVA_BYTE, PAD_OFFSET, (byte) 0);
+        out.set(LONG, UUID_MSB_OFFSET, d.uuid().getMostSignificantBits());
+        out.set(LONG, UUID_LSB_OFFSET, d.uuid().getLeastSignificantBits());
+        out.set(LONG, NBYTES_OFFSET, d.nbytes());
+        out.set(LONG, OFFSET_OFFSET, d.offset());
+        long p = SHAPE_OFFSET;
+        for (int i = 0; i < d.rank(); i++, p += 8) {
+            out.set(LONG, p, d.dim(i));
+        }
+        p = putString(out, p, requestId);
+        p = putString(out, p, d.producer().getBytes(StandardCharsets.US_ASCII));
+        putString(out, p, d.fileName().getBytes(StandardCharsets.US_ASCII));
+        return length;
+    }
+
+    /** Decodes and validates one record that fills {@code src} exactly. */
+    public static TensorDescriptor decode(byte[] src, Namespace namespace) {
+        return decode(MemorySegment.ofArray(src), 0, src.length, namespace);
+    }
+
+    /** The length a record at {@code offset} declares, for walking a batch; validated against {@code available}. */
+    public static int recordLength(MemorySegment src, long offset, long available) {
+        if (available < SHAPE_OFFSET) {
+            throw new DescriptorFormatException("length", "truncated: " + available + " bytes, header needs " + SHAPE_OFFSET);
+        }
+        int length = src.get(INT, offset + LENGTH_OFFSET);
+        if (length < SHAPE_OFFSET + 6 || length > MAX_RECORD_BYTES || length > available) {
+            throw new DescriptorFormatException("length", "declared " + length + " bytes, available " + available
+                + ", accepted " + (SHAPE_OFFSET + 6) + ".." + MAX_RECORD_BYTES);
+        }
+        return length;
+    }
+
+    /**
+     * Decodes and validates the record at {@code offset}, which must be exactly {@code length} bytes.
+     *
+     * @throws DescriptorFormatException naming the first field that fails
+     */
+    public static TensorDescriptor decode(MemorySegment src, long offset, long length, Namespace namespace) {
+        if (length < SHAPE_OFFSET || offset < 0 || offset + length > src.byteSize()) {
+            throw new DescriptorFormatException("length", "truncated: " + length + " bytes, header needs " + SHAPE_OFFSET);
+        }
+        MemorySegment in = src.asSlice(offset, length);
+        int magic = in.get(INT, MAGIC_OFFSET);
+        if (magic != MAGIC) {
+            throw new DescriptorFormatException("magic", "found 0x" + Integer.toHexString(magic) + ", expected 0x"
+                + Integer.toHexString(MAGIC));
+        }
+        short version = in.get(SHORT, VERSION_OFFSET);
+        if (version != VERSION) {
+            throw new DescriptorFormatException("version", "found " + version + ", this reader understands " + VERSION);
+        }
+        if (in.get(SHORT, RESERVED_OFFSET) != 0 || in.get(ValueLayout.JAVA_BYTE, PAD_OFFSET) != 0) {
+            throw new DescriptorFormatException("reserved", "reserved bytes must be zero");
+        }
+        int declared = in.get(INT, LENGTH_OFFSET);
+        if (declared != length) {
+            throw new DescriptorFormatException("length", "declared " + declared + " bytes, record has " + length);
+        }
+        int dtypeCode = in.get(ValueLayout.JAVA_BYTE, DTYPE_OFFSET);
+        DType dtype = DType.ofCode(dtypeCode);
+        if (dtype == null) {
+            throw new DescriptorFormatException("dtype", "unknown code " + dtypeCode);
+        }
+        int placementCode = in.get(ValueLayout.JAVA_BYTE, PLACEMENT_OFFSET);
+        Placement placement = Placement.ofCode(placementCode);
+        if (placement == null) {
+            throw new DescriptorFormatException("placement", "unknown code " + placementCode);
+        }
+        int rank = in.get(ValueLayout.JAVA_BYTE, RANK_OFFSET);
+        if (rank < 0 || rank > MAX_RANK) {
+            throw new DescriptorFormatException("rank", "found " + rank + ", accepted 0.." + MAX_RANK);
+        }
+        long p = SHAPE_OFFSET + 8L * rank;
+        if (p + 6 > length) {
+            throw new DescriptorFormatException("shape", "truncated: rank " + rank + " needs " + (p + 6) + " bytes");
+        }
+        long[] shape = new long[rank];
+        long elements = 1;
+        for (int i = 0; i < rank; i++) {
+            shape[i] = in.get(LONG, SHAPE_OFFSET + 8L * i);
+            if (shape[i] < 0) {
+                throw new DescriptorFormatException("shape", "dimension " + i + " is negative: " + shape[i]);
+            }
+            elements = multiplyOrMinus(elements, shape[i]);
+            if (elements < 0) {
+                throw new DescriptorFormatException("shape", "element count overflows");
+            }
+        }
+        long expectedBytes = multiplyOrMinus(elements, dtype.itemBytes());
+        long nbytes = in.get(LONG, NBYTES_OFFSET);
+        if (expectedBytes < 0 || nbytes != expectedBytes) {
+            throw new DescriptorFormatException("nbytes", "found " + nbytes + ", shape x item size is " + expectedBytes);
+        }
+        long tensorOffset = in.get(LONG, OFFSET_OFFSET);
+        if (tensorOffset < 0 || tensorOffset > Long.MAX_VALUE - nbytes) {
+            throw new DescriptorFormatException("offset", "found " + tensorOffset + " (negative or overflowing with nbytes)");
+        }
+        if (placement == Placement.SPILL && tensorOffset != 0) {
+            throw new DescriptorFormatException("offset", "spill files start at 0, found " + tensorOffset);
+        }
+        String[] strings = new String[3];
+        String[] fields = {"requestId", "producer", "fileName"};
+        int[] limits = {MAX_REQUEST_ID_BYTES, 64, 255};
+        for (int s = 0; s < 3; s++) {
+            if (p + 2 > length) {
+                throw new DescriptorFormatException(fields[s], "truncated");
+            }
+            int n = Short.toUnsignedInt(in.get(SHORT, p));
+            p += 2;
+            if (n > limits[s] || p + n > length) {
+                throw new DescriptorFormatException(fields[s], "length " + n + " exceeds the record or the limit " + limits[s]);
+            }
+            strings[s] = decodeString(in.asSlice(p, n), fields[s], s == 0);
+            p += n;
+        }
+        if (p != length) {
+            throw new DescriptorFormatException("length", "record has " + (length - p) + " trailing bytes");
+        }
+        if (!ShmNames.ENTITY.matcher(strings[1]).matches()) {
+            throw new DescriptorFormatException("producer", "not an entity name: " + printable(strings[1]));
+        }
+        String fileName = strings[2];
+        if (!ShmNames.isOurs(namespace, fileName, placement == Placement.SPILL)) {
+            throw new DescriptorFormatException("fileName", "not a " + (placement == Placement.SPILL ? "spill file" : "segment")
+                + " of namespace " + namespace + ": " + printable(fileName));
+        }
+        UUID uuid = new UUID(in.get(LONG, UUID_MSB_OFFSET), in.get(LONG, UUID_LSB_OFFSET));
+        return new TensorDescriptor(uuid, strings[0], strings[1], dtype, shape, nbytes, placement, fileName, tensorOffset);
+    }
+
+    private static long putString(MemorySegment out, long p, byte[] bytes) {
+        out.set(SHORT, p, (short) bytes.length);
+        MemorySegment.copy(MemorySegment.ofArray(bytes), 0, out, p + 2, bytes.length);
+        return p + 2 + bytes.length;
+    }
+
+    private static String decodeString(MemorySegment bytes, String field, boolean utf8) {
+        byte[] raw = bytes.toArray(ValueLayout.JAVA_BYTE);
+        try {
+            return (utf8 ? StandardCharsets.UTF_8 : StandardCharsets.US_ASCII).newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT)
+                .decode(java.nio.ByteBuffer.wrap(raw)).toString();
+        } catch (CharacterCodingException e) {
+            throw new DescriptorFormatException(field, "not valid " + (utf8 ? "UTF-8" : "ASCII"));
+        }
+    }
+
+    private static long multiplyOrMinus(long a, long b) {
+        long hi = Math.multiplyHigh(a, b);
+        long lo = a * b;
+        return hi != 0 || lo < 0 ? -1 : lo;
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static String printable(String s) {
+        return s.replaceAll("[^\\x20-\\x7e]", "?");
+    }
+}
