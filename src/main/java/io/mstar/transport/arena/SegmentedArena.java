@@ -7,6 +7,8 @@ import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.posix.Posix;
+import io.mstar.transport.shm.MappedSegment;
+import io.mstar.transport.shm.ShmFullException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -275,6 +277,18 @@ public final class SegmentedArena implements AutoCloseable {
 
     public int maxSegments() {
         return maxSegments;
+    }
+
+    /**
+     * Unlinks every segment's file, keeping the mappings: slots stay usable, peers keep what they mapped.
+     * Segments grown later get new files, which {@link #close()} unlinks.
+     */
+    public synchronized void unlinkSegments() {
+        for (int p = 0; p < positionsInUse; p++) {
+            if (segments[p] != null) {
+                segments[p].unlink();
+            }
+        }
     }
 
     /** Unlinks and unmaps every segment. Idempotent; slots must no longer be read or written. */

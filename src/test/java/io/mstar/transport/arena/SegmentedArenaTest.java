@@ -5,6 +5,7 @@ import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.posix.Posix;
+import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.testing.ShmTestDir;
 import io.mstar.transport.testing.SmallTmpfs;
 import org.junit.jupiter.api.Test;

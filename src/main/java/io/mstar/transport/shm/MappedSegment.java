@@ -1,4 +1,4 @@
-package io.mstar.transport.arena;
+package io.mstar.transport.shm;
 
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.SegmentAccessException;
@@ -28,7 +28,7 @@ import static io.mstar.transport.posix.Posix.PROT_WRITE;
  * first copy, and it never moves: its address stays valid until {@link #close()}, which unmaps it
  * through its own shared {@link Arena}. Closing is idempotent.
  */
-final class MappedSegment implements AutoCloseable {
+public final class MappedSegment implements AutoCloseable {
     /** Mode of every file we create: owner read and write only. */
     static final int FILE_MODE = 0600;
 
@@ -57,12 +57,12 @@ final class MappedSegment implements AutoCloseable {
      * @throws ShmFullException when the file system cannot back {@code sizeBytes}
      * @throws NativeCallException when any other libc call fails, e.g. {@code EEXIST} for a name in use
      */
-    static MappedSegment create(Path dir, String name, long sizeBytes) {
+    public static MappedSegment create(Path dir, String name, long sizeBytes) {
         return create(dir, name, sizeBytes, true);
     }
 
     /** As {@link #create(Path, String, long)}; tests skip the free-space check to reach the commit's own guard. */
-    static MappedSegment create(Path dir, String name, long sizeBytes, boolean checkSpaceFirst) {
+    public static MappedSegment create(Path dir, String name, long sizeBytes, boolean checkSpaceFirst) {
         String path = dir.resolve(name).toString();
         if (checkSpaceFirst) {
             long available = Posix.statvfs(dir.toString()).availableBytes();
@@ -94,13 +94,19 @@ final class MappedSegment implements AutoCloseable {
         }
     }
 
+    /** Creates an empty file exclusively, with the same flags and mode as a segment (a zero-byte tensor's file). */
+    public static void createEmpty(Path dir, String name) {
+        String path = dir.resolve(name).toString();
+        Posix.close(Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE), path);
+    }
+
     /**
      * Maps a peer's segment read-only after checking that it is a regular file of our uid and holds at
      * least {@code minSizeBytes}. Nothing is mapped when a check fails.
      *
      * @throws SegmentAccessException when the file is missing or fails a check
      */
-    static MappedSegment openPeer(Path dir, String name, long minSizeBytes) {
+    public static MappedSegment openPeer(Path dir, String name, long minSizeBytes) {
         String path = dir.resolve(name).toString();
         int fd;
         try {
@@ -137,31 +143,38 @@ final class MappedSegment implements AutoCloseable {
         return new MappedSegment(name, path, sizeBytes, owned, arena, owned ? memory : memory.asReadOnly());
     }
 
-    String name() {
+    public String name() {
         return name;
     }
 
-    String path() {
+    public String path() {
         return path;
     }
 
-    long sizeBytes() {
+    public long sizeBytes() {
         return sizeBytes;
     }
 
     /** The whole mapping: read-write for our own segments, read-only for peers'. */
-    MemorySegment memory() {
+    public MemorySegment memory() {
         return memory;
     }
 
-    boolean isClosed() {
+    public boolean isClosed() {
         return closed.get();
     }
 
     /** Removes our file's name; mappings (ours and peers') stay valid until unmapped. Idempotent. */
-    void unlink() {
+    public void unlink() {
         if (owned && unlinked.compareAndSet(false, true)) {
             Posix.unlink(path);
+        }
+    }
+
+    /** Unmaps, leaving the file in place (a spill file handed to its consumer). Idempotent. */
+    public void unmap() {
+        if (closed.compareAndSet(false, true)) {
+            arena.close();
         }
     }
 

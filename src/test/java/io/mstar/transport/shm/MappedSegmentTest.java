@@ -1,4 +1,4 @@
-package io.mstar.transport.arena;
+package io.mstar.transport.shm;
 
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.SegmentAccessException;

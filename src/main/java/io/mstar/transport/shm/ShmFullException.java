@@ -1,4 +1,4 @@
-package io.mstar.transport.arena;
+package io.mstar.transport.shm;
 
 import io.mstar.transport.MstarTransportException;
 
@@ -6,10 +6,10 @@ import io.mstar.transport.MstarTransportException;
  * The shared-memory file system cannot back a new segment. The segmented arena turns it into its
  * "full" outcome, the next rung of the capacity ladder; it never escapes as a SIGBUS later.
  */
-final class ShmFullException extends MstarTransportException {
+public final class ShmFullException extends MstarTransportException {
     private static final long serialVersionUID = 1L;
 
-    ShmFullException(String message, Throwable cause) {
+    public ShmFullException(String message, Throwable cause) {
         super(message, cause);
     }
 }

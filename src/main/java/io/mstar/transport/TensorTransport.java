@@ -1,0 +1,73 @@
+package io.mstar.transport;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Collection;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * Moves tensors between processes of one machine. A producer {@link #send sends} a batch of tensors and
+ * gets their descriptors, which travel to the consumer on any channel (the built-in mailbox or the
+ * application's own); the consumer {@link #receive receives} them (zero-copy views) or
+ * {@link #copyTo copies} them out, and ACKs their uuids back; the producer's {@link #ack} frees the
+ * space.
+ *
+ * <p>All methods are thread-safe: a sender thread and an ACK thread may share one transport.
+ * Build one with {@link TensorTransports#create}.
+ */
+public interface TensorTransport extends AutoCloseable {
+    /**
+     * Sends the tensors of one request: one copy per tensor into shared memory, descriptors returned in
+     * order once every copy has landed. When the arena is full it waits for ACKs, then spills.
+     *
+     * @throws CapacityException when there is no room even after waiting (strict mode), or no room to
+     *                           spill; nothing of the batch stays reserved
+     */
+    List<TensorDescriptor> send(String requestId, List<Tensor> tensors);
+
+    /**
+     * Opens one received tensor for reading in place.
+     *
+     * @throws SegmentAccessException when its segment or file is gone (its producer died) or fails a check
+     */
+    ReceivedTensor receive(TensorDescriptor descriptor);
+
+    /**
+     * Opens a batch of received tensors. When one fails, the ones already opened are released and the
+     * exception is thrown; use {@link #receive(TensorDescriptor)} per tensor to keep the others.
+     */
+    default List<ReceivedTensor> receive(List<TensorDescriptor> descriptors) {
+        List<ReceivedTensor> opened = new java.util.ArrayList<>(descriptors.size());
+        try {
+            for (TensorDescriptor d : descriptors) {
+                opened.add(receive(d));
+            }
+            return opened;
+        } catch (RuntimeException e) {
+            opened.forEach(ReceivedTensor::close);
+            throw e;
+        }
+    }
+
+    /** Copies a received tensor into {@code destination} (at least {@code nbytes} long). */
+    default void copyTo(TensorDescriptor descriptor, MemorySegment destination) {
+        try (ReceivedTensor tensor = receive(descriptor)) {
+            MemorySegment.copy(tensor.data(), 0, destination, 0, descriptor.nbytes());
+        }
+    }
+
+    /** Producer side: the consumer is done with these tensors. Unknown or repeated uuids are counted and ignored. */
+    void ack(Collection<UUID> uuids);
+
+    TransportStats statsSummary();
+
+    /**
+     * Unlinks every file this transport created (spill files, then segments), for a process that is
+     * stopping: peers keep the mappings they hold. Sending after this call creates new files.
+     */
+    void unlinkOwnedFiles();
+
+    /** Unlinks and unmaps everything this transport owns and unmaps its peers' segments. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,46 @@
+package io.mstar.transport;
+
+/**
+ * An immutable snapshot of a transport.
+ *
+ * @param transport          {@code arena} or {@code file}
+ * @param arena              the arena's own snapshot; null for the file transport
+ * @param tensorsSent        tensors sent since start (arena slots and spill files)
+ * @param bytesSent          their bytes
+ * @param inFlight           tensors sent and not yet ACKed
+ * @param spills             tensors that went to a spill file because the arena was full
+ * @param spillBytes         their bytes
+ * @param backpressureWaits  sends that waited on a full arena for ACKs
+ * @param backpressureWaitNs total time of those waits
+ * @param acks               ACKs that freed a tensor
+ * @param unknownAcks        ACKs of uuids not in flight (duplicates, or not ours): ignored
+ * @param ttlReclaims        slots reclaimed because no ACK came within {@code MSTAR_SHM_ARENA_SLOT_TTL_S}
+ * @param tensorsReceived    tensors opened or copied by this process as a consumer
+ * @param mappedPeerSegments peer segments mapped now
+ */
+public record TransportStats(
+    String transport,
+    ArenaStats arena,
+    long tensorsSent,
+    long bytesSent,
+    long inFlight,
+    long spills,
+    long spillBytes,
+    long backpressureWaits,
+    long backpressureWaitNs,
+    long acks,
+    long unknownAcks,
+    long ttlReclaims,
+    long tensorsReceived,
+    int mappedPeerSegments) {
+
+    /** One {@code key=value} line for logs. */
+    public String toLogLine() {
+        return "transport=" + transport + " tensorsSent=" + tensorsSent + " bytesSent=" + bytesSent
+            + " inFlight=" + inFlight + " spills=" + spills + " spillBytes=" + spillBytes
+            + " backpressureWaits=" + backpressureWaits + " backpressureWaitMs=" + backpressureWaitNs / 1_000_000
+            + " acks=" + acks + " unknownAcks=" + unknownAcks + " ttlReclaims=" + ttlReclaims
+            + " tensorsReceived=" + tensorsReceived + " mappedPeerSegments=" + mappedPeerSegments
+            + (arena == null ? "" : " " + arena.toLogLine());
+    }
+}

@@ -1,0 +1,308 @@
+package io.mstar.transport.arena;
+
+import io.mstar.transport.CapacityException;
+import io.mstar.transport.Placement;
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.TransportStats;
+import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.shm.PeerSegments;
+import io.mstar.transport.spill.FileTransport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The arena transport: a tensor lands once in a slot of this process's {@link SegmentedArena}, its
+ * descriptor names (segment, offset), and the slot is freed on the consumer's ACK.
+ *
+ * <h2>Capacity ladder</h2>
+ * <ol>
+ *   <li>a slot in an existing segment; 2. a new segment, up to the cap and while the tmpfs can back it;</li>
+ *   <li>at the cap, wait for ACKs for {@code MSTAR_SHM_ARENA_SPILL_AFTER_S} (strict mode,
+ *       {@code MSTAR_SHM_ARENA_SPILL=0}: up to {@code MSTAR_SHM_ARENA_FULL_TIMEOUT_S});</li>
+ *   <li>spill the tensor to a file of its own, or in strict mode fail with {@link CapacityException}.</li>
+ * </ol>
+ * Each rung is counted in the stats. Slots unACKed for longer than {@code MSTAR_SHM_ARENA_SLOT_TTL_S}
+ * (when set) are reclaimed with a warning.
+ *
+ * <h2>Consumer side</h2>
+ * Peer segments are mapped once and cached ({@link PeerSegments}); views are read-only slices.
+ */
+public final class ArenaTransport implements TensorTransport {
+    private static final Logger LOG = LoggerFactory.getLogger(ArenaTransport.class);
+
+    private final TransportConfig config;
+    private final SegmentedArena arena;
+    private final FileTransport spill;
+    private final PeerSegments peers;
+    private final String entity;
+    private final Map<UUID, InFlight> inFlight = new ConcurrentHashMap<>();
+    private final ReentrantLock ackLock = new ReentrantLock();
+    private final Condition acked = ackLock.newCondition();
+    private final ScheduledExecutorService maintenance;
+
+    private final AtomicLong tensorsSent = new AtomicLong();
+    private final AtomicLong bytesSent = new AtomicLong();
+    private final AtomicLong spills = new AtomicLong();
+    private final AtomicLong spillBytes = new AtomicLong();
+    private final AtomicLong waits = new AtomicLong();
+    private final AtomicLong waitNs = new AtomicLong();
+    private final AtomicLong acks = new AtomicLong();
+    private final AtomicLong unknownAcks = new AtomicLong();
+    private final AtomicLong ttlReclaims = new AtomicLong();
+    private final AtomicLong tensorsReceived = new AtomicLong();
+    private volatile boolean closed;
+
+    private record InFlight(long slot, long nbytes, long sentAtNs) {
+    }
+
+    /**
+     * Opens an arena transport in {@code config.shmDir()}.
+     *
+     * @param logStats log the stats snapshot every {@code MSTAR_SHM_ARENA_STATS_INTERVAL_S}
+     */
+    public static ArenaTransport open(TransportConfig config, Namespace namespace, String entity, boolean logStats) {
+        return new ArenaTransport(config, SegmentedArena.open(config, namespace, entity), logStats);
+    }
+
+    /** A transport over an arena built by the caller (tests use small segments). */
+    public ArenaTransport(TransportConfig config, SegmentedArena arena, boolean logStats) {
+        this.config = config;
+        this.arena = arena;
+        this.entity = arena.entity();
+        this.spill = new FileTransport(arena.directory(), arena.namespace(), arena.entity());
+        this.peers = new PeerSegments(arena.directory());
+        boolean ttl = !config.slotTtl().isZero();
+        if (logStats || ttl) {
+            maintenance = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "mstar-arena-maintenance-" + entity);
+                t.setDaemon(true);
+                return t;
+            });
+            if (logStats) {
+                long periodMs = Math.max(1, config.statsInterval().toMillis());
+                maintenance.scheduleAtFixedRate(() -> LOG.info("arena stats: {}", statsSummary().toLogLine()),
+                    periodMs, periodMs, TimeUnit.MILLISECONDS);
+            }
+            if (ttl) {
+                long periodMs = Math.max(10, Math.min(1000, config.slotTtl().toMillis() / 2));
+                maintenance.scheduleAtFixedRate(this::reclaimExpired, periodMs, periodMs, TimeUnit.MILLISECONDS);
+            }
+        } else {
+            maintenance = null;
+        }
+    }
+
+    @Override
+    public List<TensorDescriptor> send(String requestId, List<Tensor> tensors) {
+        checkOpen();
+        List<TensorDescriptor> sent = new ArrayList<>(tensors.size());
+        List<UUID> reserved = new ArrayList<>(tensors.size());
+        boolean ok = false;
+        try {
+            for (Tensor tensor : tensors) {
+                UUID uuid = FileTransport.newUuid();
+                reserved.add(uuid);
+                sent.add(sendOne(requestId, tensor, uuid));
+            }
+            ok = true;
+            return sent;
+        } finally {
+            if (!ok) {
+                // Nothing of a failed batch stays reserved: the caller may retry it whole.
+                reserved.forEach(this::releaseTensor);
+            }
+        }
+    }
+
+    private TensorDescriptor sendOne(String requestId, Tensor tensor, UUID uuid) {
+        long nbytes = tensor.nbytes();
+        long slot = reserve(nbytes);
+        if (slot == SegmentedArena.FULL) {
+            TensorDescriptor d = spill.write(requestId, tensor, uuid);
+            spills.incrementAndGet();
+            spillBytes.addAndGet(nbytes);
+            count(nbytes);
+            return d;
+        }
+        inFlight.put(uuid, new InFlight(slot, nbytes, System.nanoTime()));
+        MemorySegment target = arena.slotMemory(slot, nbytes);
+        MemorySegment.copy(tensor.data(), 0, target, 0, nbytes);
+        count(nbytes);
+        return new TensorDescriptor(uuid, requestId, entity, tensor.dtype(), tensor.shape(), nbytes,
+            Placement.ARENA, arena.segmentName(slot), SegmentedArena.offset(slot));
+    }
+
+    private void count(long nbytes) {
+        tensorsSent.incrementAndGet();
+        bytesSent.addAndGet(nbytes);
+    }
+
+    // The capacity ladder; FULL means "spill".
+    private long reserve(long nbytes) {
+        long size = Math.max(1, nbytes); // a zero-byte tensor still gets a slot, so its ACK works alike
+        long slot = arena.reserve(size);
+        if (slot != SegmentedArena.FULL) {
+            return slot;
+        }
+        reclaimExpired();
+        long budgetNs = (config.spill() ? config.spillAfter() : config.fullTimeout()).toNanos();
+        long start = System.nanoTime();
+        ackLock.lock();
+        try {
+            while ((slot = arena.reserve(size)) == SegmentedArena.FULL) {
+                long left = budgetNs - (System.nanoTime() - start);
+                if (left <= 0) {
+                    break;
+                }
+                acked.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CapacityException("interrupted while waiting for ACKs on a full arena: entity=" + entity, e);
+        } finally {
+            ackLock.unlock();
+        }
+        if (budgetNs > 0) {
+            waits.incrementAndGet();
+            waitNs.addAndGet(System.nanoTime() - start);
+        }
+        if (slot != SegmentedArena.FULL || config.spill()) {
+            return slot;
+        }
+        throw new CapacityException("arena full: no slot of " + nbytes + " bytes after waiting "
+            + config.fullTimeout().toMillis() + " ms for ACKs in strict mode (" + TransportConfig.SPILL + "=0): entity="
+            + entity + ", segments=" + arena.stats().segments() + ", inFlight=" + inFlight.size()
+            + ": make consumers ACK sooner, raise " + TransportConfig.MAX_SEGMENTS + " or " + TransportConfig.SEGMENT_MB
+            + ", or set " + TransportConfig.SPILL + "=1");
+    }
+
+    @Override
+    public ReceivedTensor receive(TensorDescriptor d) {
+        checkOpen();
+        ReceivedTensor tensor = d.placement() == Placement.SPILL ? spill.receive(d) : peers.open(d);
+        tensorsReceived.incrementAndGet();
+        return tensor;
+    }
+
+    @Override
+    public void ack(Collection<UUID> uuids) {
+        boolean freed = false;
+        for (UUID uuid : uuids) {
+            InFlight f = inFlight.remove(uuid);
+            if (f != null) {
+                arena.free(f.slot);
+                freed = true;
+                acks.incrementAndGet();
+            } else if (spill.release(uuid)) {
+                acks.incrementAndGet();
+            } else {
+                unknownAcks.incrementAndGet();
+                LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", uuid);
+            }
+        }
+        if (freed) {
+            signalAcked();
+        }
+    }
+
+    private void releaseTensor(UUID uuid) {
+        InFlight f = inFlight.remove(uuid);
+        if (f != null) {
+            arena.free(f.slot);
+            signalAcked();
+        } else {
+            spill.release(uuid);
+        }
+    }
+
+    private void signalAcked() {
+        ackLock.lock();
+        try {
+            acked.signalAll();
+        } finally {
+            ackLock.unlock();
+        }
+    }
+
+    /** Frees slots that waited longer than the TTL for their ACK; returns how many. */
+    int reclaimExpired() {
+        long ttlNs = config.slotTtl().toNanos();
+        if (ttlNs == 0 || closed) {
+            return 0;
+        }
+        long now = System.nanoTime();
+        int reclaimed = 0;
+        for (Map.Entry<UUID, InFlight> e : inFlight.entrySet()) {
+            InFlight f = e.getValue();
+            if (now - f.sentAtNs > ttlNs && inFlight.remove(e.getKey(), f)) {
+                arena.free(f.slot);
+                reclaimed++;
+                LOG.warn("reclaimed a slot that got no ACK within the TTL: uuid={}, nbytes={}, ageMs={}, {}={}",
+                    e.getKey(), f.nbytes, (now - f.sentAtNs) / 1_000_000, TransportConfig.SLOT_TTL_S,
+                    config.slotTtl().toMillis() / 1000.0);
+            }
+        }
+        if (reclaimed > 0) {
+            ttlReclaims.addAndGet(reclaimed);
+            signalAcked();
+        }
+        return reclaimed;
+    }
+
+    @Override
+    public TransportStats statsSummary() {
+        return new TransportStats("arena", arena.stats(), tensorsSent.get(), bytesSent.get(),
+            inFlight.size() + spill.inFlight(), spills.get(), spillBytes.get(), waits.get(), waitNs.get(), acks.get(),
+            unknownAcks.get(), ttlReclaims.get(), tensorsReceived.get(), peers.mapped());
+    }
+
+    @Override
+    public void unlinkOwnedFiles() {
+        spill.unlinkOwnedFiles();
+        arena.unlinkSegments();
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (maintenance != null) {
+            maintenance.shutdownNow();
+        }
+        try {
+            spill.close();
+        } finally {
+            try {
+                arena.close();
+            } finally {
+                peers.close();
+            }
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("arena transport is closed: entity=" + entity);
+        }
+    }
+}

@@ -1,0 +1,48 @@
+package io.mstar.transport.shm;
+
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.TensorDescriptor;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/** A {@link ReceivedTensor} over a slice of a mapping; closing it runs the release action once. */
+public final class MappedView implements ReceivedTensor {
+    private static final MemorySegment EMPTY = MemorySegment.ofArray(new byte[0]).asReadOnly();
+
+    private final TensorDescriptor descriptor;
+    private final MemorySegment data;
+    private final Runnable release;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    public MappedView(TensorDescriptor descriptor, MemorySegment data, Runnable release) {
+        this.descriptor = descriptor;
+        this.data = data;
+        this.release = release;
+    }
+
+    /** The view of a zero-byte tensor: nothing is mapped for it. */
+    public static MappedView empty(TensorDescriptor descriptor) {
+        return new MappedView(descriptor, EMPTY, () -> { });
+    }
+
+    @Override
+    public TensorDescriptor descriptor() {
+        return descriptor;
+    }
+
+    @Override
+    public MemorySegment data() {
+        if (closed.get()) {
+            throw new IllegalStateException("received tensor is closed: uuid=" + descriptor.uuid());
+        }
+        return data;
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            release.run();
+        }
+    }
+}

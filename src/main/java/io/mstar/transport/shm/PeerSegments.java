@@ -1,0 +1,98 @@
+package io.mstar.transport.shm;
+
+import io.mstar.transport.SegmentAccessException;
+import io.mstar.transport.TensorDescriptor;
+
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+
+/**
+ * A consumer's cache of peer segments: each is mapped once, on its first tensor, and shared by every
+ * view into it. A mapping whose file is gone (its slot's dedicated segment was released, or its
+ * producer stopped) is dropped once no view holds it. Thread-safe.
+ */
+public final class PeerSegments implements AutoCloseable {
+    private static final long SWEEP_INTERVAL_NS = 1_000_000_000L;
+
+    private final Path dir;
+    private final Map<String, Peer> peers = new HashMap<>();
+    private long nextSweepNs = System.nanoTime() + SWEEP_INTERVAL_NS;
+    private boolean closed;
+
+    private static final class Peer {
+        final MappedSegment segment;
+        int readers;
+
+        Peer(MappedSegment segment) {
+            this.segment = segment;
+        }
+    }
+
+    public PeerSegments(Path dir) {
+        this.dir = dir;
+    }
+
+    /**
+     * A read-only view of a tensor in a peer's segment, holding the mapping until the view is closed.
+     *
+     * @throws SegmentAccessException when the segment is gone, fails a check, or does not hold the tensor
+     */
+    public synchronized MappedView open(TensorDescriptor d) {
+        if (closed) {
+            throw new IllegalStateException("peer segments are closed");
+        }
+        long now = System.nanoTime();
+        if (now - nextSweepNs >= 0) {
+            sweep();
+            nextSweepNs = now + SWEEP_INTERVAL_NS;
+        }
+        long end = d.offset() + d.nbytes();
+        Peer peer = peers.get(d.fileName());
+        if (peer == null) {
+            peer = new Peer(MappedSegment.openPeer(dir, d.fileName(), end));
+            peers.put(d.fileName(), peer);
+        }
+        if (end > peer.segment.sizeBytes()) {
+            throw new SegmentAccessException("tensor lies outside its segment: segment=" + d.fileName()
+                + ", offset=" + d.offset() + ", nbytes=" + d.nbytes() + ", segmentBytes=" + peer.segment.sizeBytes());
+        }
+        peer.readers++;
+        Peer held = peer;
+        return new MappedView(d, peer.segment.memory().asSlice(d.offset(), d.nbytes()), () -> release(held));
+    }
+
+    private synchronized void release(Peer peer) {
+        peer.readers--;
+    }
+
+    /** Unmaps segments whose file is gone and that no view holds; returns how many. */
+    public synchronized int sweep() {
+        int dropped = 0;
+        for (Iterator<Map.Entry<String, Peer>> it = peers.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<String, Peer> e = it.next();
+            if (e.getValue().readers == 0 && Files.notExists(dir.resolve(e.getKey()), LinkOption.NOFOLLOW_LINKS)) {
+                e.getValue().segment.unmap();
+                it.remove();
+                dropped++;
+            }
+        }
+        return dropped;
+    }
+
+    /** Segments mapped now. */
+    public synchronized int mapped() {
+        return peers.size();
+    }
+
+    /** Unmaps every peer segment; views still open then refuse access. */
+    @Override
+    public synchronized void close() {
+        closed = true;
+        peers.values().forEach(p -> p.segment.unmap());
+        peers.clear();
+    }
+}

@@ -1,0 +1,188 @@
+package io.mstar.transport.spill;
+
+import io.mstar.transport.CapacityException;
+import io.mstar.transport.Placement;
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TransportStats;
+import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.posix.Posix;
+import io.mstar.transport.shm.MappedSegment;
+import io.mstar.transport.shm.MappedView;
+import io.mstar.transport.shm.ShmFullException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One file per tensor in the shared-memory directory, named
+ * {@code mstar_<ns>_spill_<entity>_<pid>_<uuid>}: created exclusively (never following or reusing an
+ * existing name), mode 0600, committed before it is written (a full tmpfs fails here, not as SIGBUS).
+ * The consumer maps it read-only; the producer unlinks it on the ACK, and all of its files on
+ * {@link #unlinkOwnedFiles()} and {@link #close()}.
+ *
+ * <p>The arena transport uses it as its spill path ({@link #write}, {@link #release}).
+ */
+public final class FileTransport implements TensorTransport {
+    private static final Logger LOG = LoggerFactory.getLogger(FileTransport.class);
+
+    private final Path dir;
+    private final Namespace namespace;
+    private final String entity;
+    private final long pid = ProcessHandle.current().pid();
+    private final Map<UUID, String> owned = new ConcurrentHashMap<>();
+    private final AtomicLong tensorsSent = new AtomicLong();
+    private final AtomicLong bytesSent = new AtomicLong();
+    private final AtomicLong acks = new AtomicLong();
+    private final AtomicLong unknownAcks = new AtomicLong();
+    private final AtomicLong tensorsReceived = new AtomicLong();
+    private volatile boolean closed;
+
+    public FileTransport(Path dir, Namespace namespace, String entity) {
+        this.dir = dir;
+        this.namespace = namespace;
+        this.entity = ShmNames.checkEntity(entity);
+    }
+
+    /** A random uuid for a tensor; ThreadLocalRandom avoids SecureRandom's cost and lock on the hot path. */
+    public static UUID newUuid() {
+        ThreadLocalRandom r = ThreadLocalRandom.current();
+        return new UUID(r.nextLong(), r.nextLong());
+    }
+
+    @Override
+    public List<TensorDescriptor> send(String requestId, List<Tensor> tensors) {
+        checkOpen();
+        List<TensorDescriptor> sent = new ArrayList<>(tensors.size());
+        boolean ok = false;
+        try {
+            for (Tensor tensor : tensors) {
+                sent.add(write(requestId, tensor, newUuid()));
+            }
+            ok = true;
+            return sent;
+        } finally {
+            if (!ok) {
+                sent.forEach(d -> release(d.uuid()));
+            }
+        }
+    }
+
+    /**
+     * Writes one tensor to a file of its own and records it as owned until {@link #release}.
+     *
+     * @throws CapacityException when the file system cannot hold it
+     */
+    public TensorDescriptor write(String requestId, Tensor tensor, UUID uuid) {
+        String name = ShmNames.spill(namespace, entity, pid, uuid);
+        long nbytes = tensor.nbytes();
+        try {
+            if (nbytes == 0) {
+                MappedSegment.createEmpty(dir, name);
+            } else {
+                MappedSegment file = MappedSegment.create(dir, name, nbytes);
+                boolean copied = false;
+                try {
+                    MemorySegment.copy(tensor.data(), 0, file.memory(), 0, nbytes);
+                    copied = true;
+                } finally {
+                    if (copied) {
+                        file.unmap();
+                    } else {
+                        file.close();
+                    }
+                }
+            }
+        } catch (ShmFullException e) {
+            throw new CapacityException("no room for a spill file: dir=" + dir + ", nbytes=" + nbytes
+                + ": free shared memory (the doctor command lists what holds it) or give it a larger size", e);
+        }
+        owned.put(uuid, name);
+        tensorsSent.incrementAndGet();
+        bytesSent.addAndGet(nbytes);
+        return new TensorDescriptor(uuid, requestId, entity, tensor.dtype(), tensor.shape(), nbytes,
+            Placement.SPILL, name, 0);
+    }
+
+    @Override
+    public ReceivedTensor receive(TensorDescriptor d) {
+        checkOpen();
+        if (d.placement() != Placement.SPILL) {
+            throw new IllegalArgumentException("the file transport reads spill files only: uuid=" + d.uuid()
+                + ", placement=" + d.placement());
+        }
+        tensorsReceived.incrementAndGet();
+        if (d.nbytes() == 0) {
+            return MappedView.empty(d);
+        }
+        MappedSegment file = MappedSegment.openPeer(dir, d.fileName(), d.nbytes());
+        return new MappedView(d, file.memory().asSlice(0, d.nbytes()), file::unmap);
+    }
+
+    @Override
+    public void ack(Collection<UUID> uuids) {
+        for (UUID uuid : uuids) {
+            if (release(uuid)) {
+                acks.incrementAndGet();
+            } else {
+                unknownAcks.incrementAndGet();
+                LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", uuid);
+            }
+        }
+    }
+
+    /** Unlinks the file of an owned tensor; false when the uuid is not one of ours in flight. */
+    public boolean release(UUID uuid) {
+        String name = owned.remove(uuid);
+        if (name == null) {
+            return false;
+        }
+        Posix.unlink(dir.resolve(name).toString());
+        return true;
+    }
+
+    /** Tensors written and not yet released. */
+    public int inFlight() {
+        return owned.size();
+    }
+
+    @Override
+    public TransportStats statsSummary() {
+        return new TransportStats("file", null, tensorsSent.get(), bytesSent.get(), owned.size(), 0, 0, 0, 0,
+            acks.get(), unknownAcks.get(), 0, tensorsReceived.get(), 0);
+    }
+
+    @Override
+    public void unlinkOwnedFiles() {
+        // Entries stay, so that later ACKs of these tensors are still recognized.
+        for (String name : owned.values()) {
+            Posix.unlink(dir.resolve(name).toString());
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        unlinkOwnedFiles();
+        owned.clear();
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("file transport is closed: entity=" + entity);
+        }
+    }
+}

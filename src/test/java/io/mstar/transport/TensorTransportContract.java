@@ -1,0 +1,198 @@
+package io.mstar.transport;
+
+import io.mstar.transport.testing.ShmTestDir;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.UUID;
+import java.util.zip.CRC32C;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The behaviour every {@link TensorTransport} owes its users; one subclass per implementation. */
+public abstract class TensorTransportContract {
+    @RegisterExtension
+    protected final ShmTestDir shm = new ShmTestDir();
+
+    private final List<TensorTransport> opened = new ArrayList<>();
+
+    /** A transport for {@code entity} in the test's directory, of the implementation under test. */
+    protected abstract TensorTransport create(String entity);
+
+    protected TensorTransport open(String entity) {
+        TensorTransport t = create(entity);
+        opened.add(t);
+        return t;
+    }
+
+    @AfterEach
+    void closeAll() {
+        opened.forEach(TensorTransport::close);
+    }
+
+    public static Tensor randomTensor(SplittableRandom r, DType dtype, long... shape) {
+        MemorySegment data = MemorySegment.ofArray(new byte[(int) Tensor.byteSize(dtype, shape)]);
+        for (long i = 0; i < data.byteSize(); i++) {
+            data.set(ValueLayout.JAVA_BYTE, i, (byte) r.nextInt());
+        }
+        return new Tensor(dtype, shape, data);
+    }
+
+    public static long crc(MemorySegment data) {
+        CRC32C crc = new CRC32C();
+        crc.update(data.asByteBuffer());
+        return crc.getValue();
+    }
+
+    @Test
+    void sendReceiveAckRoundTripsEveryDtypeAndShape() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        SplittableRandom r = new SplittableRandom(5);
+        List<Tensor> tensors = new ArrayList<>();
+        for (DType dtype : DType.values()) {
+            tensors.add(randomTensor(r, dtype, 3, 1 + r.nextInt(300)));
+        }
+        tensors.add(randomTensor(r, DType.F32));            // a scalar
+        tensors.add(randomTensor(r, DType.I64, 0, 7));     // zero elements
+        tensors.add(randomTensor(r, DType.U8, 1 << 20));  // 1 MiB
+        List<TensorDescriptor> sent = producer.send("req-1", tensors);
+        assertEquals(tensors.size(), sent.size());
+        for (int i = 0; i < tensors.size(); i++) {
+            TensorDescriptor d = sent.get(i);
+            Tensor t = tensors.get(i);
+            assertEquals(t.dtype(), d.dtype());
+            assertArrayEquals(t.shape(), d.shape());
+            assertEquals(t.nbytes(), d.nbytes());
+            assertEquals("req-1", d.requestId());
+            assertEquals("producer", d.producer());
+            try (ReceivedTensor in = consumer.receive(d)) {
+                assertEquals(t.nbytes(), in.data().byteSize());
+                assertEquals(crc(t.data()), crc(in.data()), "tensor " + i + " intact");
+                assertTrue(in.data().isReadOnly());
+            }
+        }
+        assertEquals(tensors.size(), producer.statsSummary().inFlight());
+        producer.ack(sent.stream().map(TensorDescriptor::uuid).toList());
+        TransportStats stats = producer.statsSummary();
+        assertEquals(0, stats.inFlight());
+        assertEquals(tensors.size(), stats.acks());
+        assertEquals(tensors.size(), consumer.statsSummary().tensorsReceived());
+    }
+
+    @Test
+    void copyToCallerMemoryAndBatchReceive() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        SplittableRandom r = new SplittableRandom(6);
+        Tensor t = randomTensor(r, DType.BF16, 64, 64);
+        TensorDescriptor d = producer.send("r", List.of(t)).getFirst();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment target = arena.allocate(d.nbytes());
+            consumer.copyTo(d, target);
+            assertEquals(crc(t.data()), crc(target));
+        }
+        List<ReceivedTensor> batch = consumer.receive(List.of(d, d));
+        assertEquals(2, batch.size());
+        batch.forEach(ReceivedTensor::close);
+        producer.ack(List.of(d.uuid()));
+    }
+
+    @Test
+    void unknownAndRepeatedAcksAreCountedAndFreeNothingElse() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        SplittableRandom r = new SplittableRandom(7);
+        List<TensorDescriptor> sent = producer.send("r", List.of(randomTensor(r, DType.F32, 100),
+            randomTensor(r, DType.F32, 100)));
+        producer.ack(List.of(sent.get(0).uuid()));
+        producer.ack(List.of(sent.get(0).uuid(), UUID.randomUUID()));
+        TransportStats stats = producer.statsSummary();
+        assertEquals(1, stats.acks());
+        assertEquals(2, stats.unknownAcks());
+        assertEquals(1, stats.inFlight());
+        try (ReceivedTensor still = consumer.receive(sent.get(1))) {
+            assertEquals(400, still.data().byteSize());
+        }
+        producer.ack(List.of(sent.get(1).uuid()));
+    }
+
+    @Test
+    void closedViewRefusesAccess() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        TensorDescriptor d = producer.send("r", List.of(randomTensor(new SplittableRandom(8), DType.U8, 10))).getFirst();
+        ReceivedTensor in = consumer.receive(d);
+        in.close();
+        in.close();
+        assertThrows(IllegalStateException.class, in::data);
+        producer.ack(List.of(d.uuid()));
+    }
+
+    @Test
+    void badTensorsAreRefusedAndTheTransportKeepsServing() {
+        TensorTransport producer = open("producer");
+        MemorySegment bytes = MemorySegment.ofArray(new byte[10]);
+        assertThrows(IllegalArgumentException.class, () -> new Tensor(DType.F32, new long[] {3}, bytes));
+        assertThrows(IllegalArgumentException.class, () -> new Tensor(DType.U8, new long[] {-10}, bytes));
+        assertThrows(IllegalArgumentException.class, () -> new Tensor(DType.U8, new long[9], bytes));
+        TensorDescriptor d = producer.send("r", List.of(new Tensor(DType.U8, new long[] {10}, bytes))).getFirst();
+        producer.ack(List.of(d.uuid()));
+        assertEquals(0, producer.statsSummary().inFlight());
+    }
+
+    @Test
+    void tensorWhoseFileIsGoneFailsAloneWithATypedException() throws Exception {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        SplittableRandom r = new SplittableRandom(9);
+        TensorDescriptor first = producer.send("r", List.of(randomTensor(r, DType.U8, 64))).getFirst();
+        producer.unlinkOwnedFiles(); // as if the producer had stopped
+        assertThrows(SegmentAccessException.class, () -> consumer.receive(first));
+        TensorTransport other = open("producer-2");
+        Tensor t = randomTensor(r, DType.U8, 64);
+        TensorDescriptor second = other.send("r", List.of(t)).getFirst();
+        try (ReceivedTensor in = consumer.receive(second)) {
+            assertEquals(crc(t.data()), crc(in.data()));
+        }
+        other.ack(List.of(second.uuid()));
+        producer.ack(List.of(first.uuid()));
+    }
+
+    @Test
+    void unlinkOwnedFilesRemovesFilesWhileMappedViewsStayReadable() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        Tensor t = randomTensor(new SplittableRandom(10), DType.F16, 512);
+        TensorDescriptor d = producer.send("r", List.of(t)).getFirst();
+        try (ReceivedTensor in = consumer.receive(d)) {
+            producer.unlinkOwnedFiles();
+            assertEquals(List.of(), ShmTestDir.list(shm.path()));
+            assertEquals(crc(t.data()), crc(in.data()), "a mapped view survives the unlink");
+        }
+        producer.ack(List.of(d.uuid()));
+    }
+
+    @Test
+    void closeLeavesNoFiles() {
+        TensorTransport producer = open("producer");
+        producer.send("r", List.of(randomTensor(new SplittableRandom(11), DType.U8, 4096)));
+        assertTrue(!ShmTestDir.list(shm.path()).isEmpty());
+        producer.close();
+        producer.close();
+        assertEquals(List.of(), ShmTestDir.list(shm.path()));
+        assertThrows(IllegalStateException.class, () -> producer.send("r", List.of()));
+        assertTrue(Files.isDirectory(shm.path()));
+    }
+}
