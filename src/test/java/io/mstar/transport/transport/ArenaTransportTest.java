@@ -1,0 +1,189 @@
+package io.mstar.transport.transport;
+
+import io.mstar.transport.CapacityException;
+import io.mstar.transport.DType;
+import io.mstar.transport.Placement;
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TensorTransports;
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.TransportStats;
+import io.mstar.transport.arena.ArenaTransport;
+import io.mstar.transport.arena.SegmentedArena;
+import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.spill.FileTransport;
+import io.mstar.transport.testing.ShmTestDir;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+import static io.mstar.transport.TensorTransportContract.crc;
+import static io.mstar.transport.TensorTransportContract.randomTensor;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+@Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class ArenaTransportTest {
+    private static final Namespace NS = Namespace.of(null, "arena-transport-test");
+    private static final long SEGMENT = 1 << 20;
+
+    @RegisterExtension
+    final ShmTestDir shm = new ShmTestDir();
+
+    private TransportConfig config(String... pairs) {
+        Map<String, String> env = new HashMap<>();
+        env.put(TransportConfig.SHM_DIR, shm.path().toString());
+        for (int i = 0; i < pairs.length; i += 2) {
+            env.put(pairs[i], pairs[i + 1]);
+        }
+        return TransportConfig.from(env::get);
+    }
+
+    private ArenaTransport transport(TransportConfig config, String entity, int maxSegments) {
+        return new ArenaTransport(config, new SegmentedArena(shm.path(), NS, entity, SEGMENT, maxSegments), false);
+    }
+
+    @Test
+    void atTheCapWithoutGraceItSpillsAndEveryTensorArrives() {
+        SplittableRandom r = new SplittableRandom(1);
+        try (ArenaTransport producer = transport(config(), "p", 2);
+             ArenaTransport consumer = transport(config(), "c", 1)) {
+            List<Tensor> tensors = new ArrayList<>();
+            for (int i = 0; i < 12; i++) {
+                tensors.add(randomTensor(r, DType.U8, 256 << 10));
+            }
+            List<TensorDescriptor> sent = producer.send("r", tensors);
+            long spilled = sent.stream().filter(d -> d.placement() == Placement.SPILL).count();
+            assertEquals(4, spilled, "two 1 MiB segments hold 8 tensors of 256 KiB");
+            TransportStats stats = producer.statsSummary();
+            assertEquals(4, stats.spills());
+            assertEquals(4 * (256 << 10), stats.spillBytes());
+            assertEquals(0, stats.backpressureWaits(), "SPILL_AFTER_S=0: no wait");
+            for (int i = 0; i < sent.size(); i++) {
+                try (ReceivedTensor in = consumer.receive(sent.get(i))) {
+                    assertEquals(crc(tensors.get(i).data()), crc(in.data()));
+                }
+            }
+            producer.ack(sent.stream().map(TensorDescriptor::uuid).toList());
+            assertEquals(0, producer.statsSummary().inFlight());
+            assertEquals(0, producer.statsSummary().arena().liveSlots());
+        }
+    }
+
+    @Test
+    void withGraceItWaitsForAnAckAndTakesTheFreedSlot() throws Exception {
+        SplittableRandom r = new SplittableRandom(2);
+        try (ArenaTransport producer = transport(config(TransportConfig.SPILL_AFTER_S, "10"), "p", 1)) {
+            TensorDescriptor first = producer.send("r", List.of(randomTensor(r, DType.U8, SEGMENT))).getFirst();
+            Thread acker = new Thread(() -> {
+                try {
+                    Thread.sleep(200);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                producer.ack(List.of(first.uuid()));
+            });
+            acker.start();
+            TensorDescriptor second = producer.send("r", List.of(randomTensor(r, DType.U8, SEGMENT))).getFirst();
+            acker.join();
+            assertEquals(Placement.ARENA, second.placement(), "the ACK freed the slot before the grace ran out");
+            TransportStats stats = producer.statsSummary();
+            assertEquals(1, stats.backpressureWaits());
+            assertTrue(stats.backpressureWaitNs() >= 100_000_000L, "waited for the ACK: " + stats.backpressureWaitNs());
+            assertEquals(0, stats.spills());
+            producer.ack(List.of(second.uuid()));
+        }
+    }
+
+    @Test
+    void strictModeFailsClearlyAndRollsTheBatchBack() {
+        SplittableRandom r = new SplittableRandom(3);
+        TransportConfig strict = config(TransportConfig.SPILL, "0", TransportConfig.FULL_TIMEOUT_S, "0.3");
+        try (ArenaTransport producer = transport(strict, "p", 1)) {
+            List<Tensor> batch = List.of(randomTensor(r, DType.U8, SEGMENT / 2), randomTensor(r, DType.U8, SEGMENT / 2),
+                randomTensor(r, DType.U8, SEGMENT / 2));
+            long start = System.nanoTime();
+            CapacityException e = assertThrows(CapacityException.class, () -> producer.send("r", batch));
+            assertTrue(System.nanoTime() - start >= 250_000_000L, "waited FULL_TIMEOUT_S first");
+            assertTrue(e.getMessage().contains("MSTAR_SHM_ARENA_SPILL=0") && e.getMessage().contains("strict"),
+                e.getMessage());
+            TransportStats stats = producer.statsSummary();
+            assertEquals(0, stats.inFlight(), "nothing of the failed batch stays reserved");
+            assertEquals(0, stats.arena().liveSlots());
+            assertEquals(1, stats.backpressureWaits());
+            // The arena keeps serving.
+            TensorDescriptor d = producer.send("r", List.of(batch.getFirst())).getFirst();
+            producer.ack(List.of(d.uuid()));
+        }
+    }
+
+    @Test
+    void tensorLargerThanASegmentGetsItsOwnSegmentAndAConsumerDropsItsMappingLater() throws Exception {
+        SplittableRandom r = new SplittableRandom(4);
+        try (ArenaTransport producer = transport(config(), "p", 3);
+             ArenaTransport consumer = transport(config(), "c", 1)) {
+            Tensor big = randomTensor(r, DType.F32, 3, SEGMENT / 4 + 5);
+            TensorDescriptor d = producer.send("r", List.of(big)).getFirst();
+            assertEquals(Placement.ARENA, d.placement());
+            try (ReceivedTensor in = consumer.receive(d)) {
+                assertEquals(crc(big.data()), crc(in.data()));
+            }
+            assertEquals(1, consumer.statsSummary().mappedPeerSegments());
+            producer.ack(List.of(d.uuid()));
+            assertEquals(List.of(), ShmTestDir.list(shm.path()), "the dedicated segment is unlinked on the ACK");
+            Thread.sleep(1100);
+            Tensor small = randomTensor(r, DType.U8, 10);
+            TensorDescriptor next = producer.send("r", List.of(small)).getFirst();
+            consumer.receive(next).close(); // a receive after the sweep interval drops the gone mapping
+            assertEquals(1, consumer.statsSummary().mappedPeerSegments());
+            producer.ack(List.of(next.uuid()));
+        }
+    }
+
+    @Test
+    void slotsWithoutAckAreReclaimedAfterTheTtl() throws Exception {
+        try (ArenaTransport producer = transport(config(TransportConfig.SLOT_TTL_S, "0.2"), "p", 1)) {
+            TensorDescriptor d = producer.send("r", List.of(randomTensor(new SplittableRandom(5), DType.U8, 1000))).getFirst();
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (producer.statsSummary().ttlReclaims() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            TransportStats stats = producer.statsSummary();
+            assertEquals(1, stats.ttlReclaims());
+            assertEquals(0, stats.inFlight());
+            assertEquals(0, stats.arena().liveSlots());
+            producer.ack(List.of(d.uuid()));
+            assertEquals(1, producer.statsSummary().unknownAcks(), "a late ACK frees nothing");
+        }
+    }
+
+    @Test
+    void factoryPicksTheTransportTheModeNames() {
+        try (TensorTransport file = TensorTransports.create(config(TransportConfig.ARENA, "0"), "ep", "a", false)) {
+            assertInstanceOf(FileTransport.class, file);
+        }
+        try (TensorTransport arena = TensorTransports.create(config(TransportConfig.ARENA, "1"), "ep", "a", false)) {
+            assertInstanceOf(ArenaTransport.class, arena);
+        }
+        // A ceiling far above the tmpfs: ARENA fails with the reason, AUTO falls back to files.
+        String[] tooBig = {TransportConfig.SEGMENT_MB, "65536", TransportConfig.MAX_SEGMENTS, "4096"};
+        String[] arenaMode = {TransportConfig.ARENA, "1", tooBig[0], tooBig[1], tooBig[2], tooBig[3]};
+        assertThrows(io.mstar.transport.ConfigurationException.class,
+            () -> TensorTransports.create(config(arenaMode), "ep", "a", false));
+        String[] autoMode = {TransportConfig.ARENA, "AUTO", tooBig[0], tooBig[1], tooBig[2], tooBig[3]};
+        try (TensorTransport auto = TensorTransports.create(config(autoMode), "ep", "a", false)) {
+            assertInstanceOf(FileTransport.class, auto);
+        }
+    }
+}
