@@ -4,5 +4,6 @@
  */
 module io.mstar.transport {
     requires org.slf4j;
+    requires org.agrona;
     exports io.mstar.transport;
 }

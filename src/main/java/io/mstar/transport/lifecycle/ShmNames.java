@@ -9,6 +9,7 @@ import java.util.regex.Pattern;
  * <pre>
  *   segment: mstar_&lt;ns&gt;_arena_&lt;entity&gt;_&lt;nonce&gt;_&lt;index&gt;
  *   spill:   mstar_&lt;ns&gt;_spill_&lt;entity&gt;_&lt;pid&gt;_&lt;uuid, 32 hex digits&gt;
+ *   mailbox: mstar_&lt;ns&gt;_mailbox_&lt;entity&gt;
  * </pre>
  */
 public final class ShmNames {
@@ -32,6 +33,11 @@ public final class ShmNames {
                 "entity must be 1 to 64 letters, digits or '-' (it becomes part of file names): entity=" + entity);
         }
         return entity;
+    }
+
+    /** The mailbox of the entity that receives descriptors and ACKs through it. */
+    public static String mailbox(Namespace ns, String entity) {
+        return "mstar_" + ns.id() + "_mailbox_" + checkEntity(entity);
     }
 
     /** The name of the spill file of one tensor. */

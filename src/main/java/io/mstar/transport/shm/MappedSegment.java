@@ -107,10 +107,18 @@ public final class MappedSegment implements AutoCloseable {
      * @throws SegmentAccessException when the file is missing or fails a check
      */
     public static MappedSegment openPeer(Path dir, String name, long minSizeBytes) {
+        return openPeer(dir, name, minSizeBytes, false);
+    }
+
+    /**
+     * As {@link #openPeer(Path, String, long)}; {@code writable} maps it read-write (a peer's mailbox,
+     * which every sender writes into).
+     */
+    public static MappedSegment openPeer(Path dir, String name, long minSizeBytes, boolean writable) {
         String path = dir.resolve(name).toString();
         int fd;
         try {
-            fd = Posix.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+            fd = Posix.open(path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC, 0);
         } catch (NativeCallException e) {
             throw new SegmentAccessException("peer segment cannot be opened: path=" + path + ", " + e.getMessage(), e);
         }
@@ -129,7 +137,7 @@ public final class MappedSegment implements AutoCloseable {
                 throw new SegmentAccessException("peer segment is smaller than needed: path=" + path
                     + ", sizeBytes=" + status.sizeBytes() + ", neededBytes=" + minSizeBytes);
             }
-            return map(name, path, fd, status.sizeBytes(), PROT_READ, false);
+            return map(name, path, fd, status.sizeBytes(), writable ? PROT_READ | PROT_WRITE : PROT_READ, false);
         } finally {
             Posix.close(fd, path);
         }
@@ -140,7 +148,8 @@ public final class MappedSegment implements AutoCloseable {
         Arena arena = Arena.ofShared();
         MemorySegment memory = MemorySegment.ofAddress(address)
             .reinterpret(sizeBytes, arena, unused -> Posix.munmap(address, sizeBytes, path));
-        return new MappedSegment(name, path, sizeBytes, owned, arena, owned ? memory : memory.asReadOnly());
+        return new MappedSegment(name, path, sizeBytes, owned, arena,
+            (prot & PROT_WRITE) != 0 ? memory : memory.asReadOnly());
     }
 
     public String name() {
@@ -155,7 +164,7 @@ public final class MappedSegment implements AutoCloseable {
         return sizeBytes;
     }
 
-    /** The whole mapping: read-write for our own segments, read-only for peers'. */
+    /** The whole mapping: read-write for our own segments, read-only for peers' unless opened writable. */
     public MemorySegment memory() {
         return memory;
     }

@@ -1,0 +1,37 @@
+package io.mstar.transport;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * Carries descriptor batches from producers to consumers and ACK batches back, between the entities
+ * of one deployment. The built-in implementation is a shared-memory mailbox per receiving entity
+ * ({@link TensorChannels#mailbox}); an application with a channel of its own (its RPC, a queue) can
+ * carry descriptors instead, encoded with {@code io.mstar.transport.codec.DescriptorCodec} or as it
+ * likes, and call {@link TensorTransport#receive} and {@link TensorTransport#ack} itself.
+ */
+public interface TensorChannel extends AutoCloseable {
+    /** Sends a batch of descriptors to {@code toEntity}; blocks while its mailbox is full. */
+    void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors);
+
+    /** Sends ACKs to {@code toEntity}, the producer of these tensors. */
+    void sendAcks(String toEntity, Collection<UUID> uuids);
+
+    /** Delivers up to {@code limit} waiting messages to the listener without blocking; returns how many. */
+    int poll(Listener listener, int limit);
+
+    /** Waits (with a backoff idle strategy) until at least one message is delivered or the timeout passes. */
+    int receive(Listener listener, Duration timeout);
+
+    @Override
+    void close();
+
+    /** Receives messages; called on the polling thread. It may throw: the message is then counted as failed. */
+    interface Listener {
+        void descriptors(String fromEntity, List<TensorDescriptor> descriptors);
+
+        void acks(String fromEntity, List<UUID> uuids);
+    }
+}

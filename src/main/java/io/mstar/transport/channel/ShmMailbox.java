@@ -1,0 +1,333 @@
+package io.mstar.transport.channel;
+
+import io.mstar.transport.ConfigurationException;
+import io.mstar.transport.DescriptorFormatException;
+import io.mstar.transport.MstarTransportException;
+import io.mstar.transport.SegmentAccessException;
+import io.mstar.transport.TensorChannel;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.shm.MappedSegment;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A mailbox per receiving entity: an Agrona {@link ManyToOneRingBuffer} in a shared-memory file named
+ * {@code mstar_<ns>_mailbox_<entity>}, which the receiver creates and every sender maps read-write.
+ *
+ * <pre>
+ *   message (little-endian), type 1 = descriptors, 2 = ACKs:
+ *  +----------+---------------------+-----------+-------------------------------------------+
+ *  | u8 n     | sender entity (n B) | u16 count | count descriptor records | count x 16 B uuid |
+ *  +----------+---------------------+-----------+-------------------------------------------+
+ * </pre>
+ * The ring buffer publishes a record by writing its positive length last (Agrona's rule). A sender
+ * that dies between claiming and committing a record would block the ring: when the receiver sees no
+ * progress past a pending record for {@value #UNBLOCK_AFTER_MS} ms, it calls
+ * {@link ManyToOneRingBuffer#unblock()}, which turns that record into padding.
+ *
+ * <p>Needs the JVM flag {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} on JDK 25 (Agrona
+ * 2.6's buffers use that package); {@link #open} checks for it first and names the flag.
+ */
+public final class ShmMailbox implements TensorChannel {
+    private static final Logger LOG = LoggerFactory.getLogger(ShmMailbox.class);
+
+    /** Bytes of the ring itself (a power of two); the file adds Agrona's trailer. */
+    public static final int RING_BYTES = 1 << 20;
+    static final int FILE_BYTES = RING_BYTES + RingBufferDescriptor.TRAILER_LENGTH;
+    static final int DESCRIPTORS = 1;
+    static final int ACKS = 2;
+    static final long UNBLOCK_AFTER_MS = 1000;
+    private static final long SEND_TIMEOUT_NS = 30_000_000_000L;
+
+    private final Path dir;
+    private final Namespace namespace;
+    private final String entity;
+    private final MappedSegment file;
+    private final ManyToOneRingBuffer inbox;
+    private final Map<String, Peer> peers = new ConcurrentHashMap<>();
+    private final AtomicLong badMessages = new AtomicLong();
+    private final AtomicLong unblocks = new AtomicLong();
+    private final IdleStrategy idle = new BackoffIdleStrategy(64, 16, 1_000, 1_000_000);
+    private long stuckSinceNs = -1;
+    private volatile boolean closed;
+
+    private record Peer(MappedSegment file, ManyToOneRingBuffer ring) {
+    }
+
+    private ShmMailbox(Path dir, Namespace namespace, String entity, MappedSegment file) {
+        this.dir = dir;
+        this.namespace = namespace;
+        this.entity = entity;
+        this.file = file;
+        this.inbox = ring(file);
+    }
+
+    /**
+     * Creates this entity's mailbox.
+     *
+     * @throws ConfigurationException when the JVM lacks the export Agrona needs
+     */
+    public static ShmMailbox open(Path dir, Namespace namespace, String entity) {
+        checkAgronaAccess();
+        MappedSegment file = MappedSegment.create(dir, ShmNames.mailbox(namespace, entity), FILE_BYTES);
+        boolean ok = false;
+        try {
+            ShmMailbox mailbox = new ShmMailbox(dir, namespace, entity, file);
+            ok = true;
+            return mailbox;
+        } finally {
+            if (!ok) {
+                file.close();
+            }
+        }
+    }
+
+    /** Fails, naming the flag, when Agrona's buffers could not reach {@code jdk.internal.misc}. */
+    public static void checkAgronaAccess() {
+        Module agrona;
+        try {
+            agrona = Class.forName("org.agrona.concurrent.UnsafeBuffer", false, ShmMailbox.class.getClassLoader()).getModule();
+        } catch (ClassNotFoundException e) {
+            throw new ConfigurationException("the mailbox needs Agrona (org.agrona:agrona) on the class path");
+        }
+        if (!Object.class.getModule().isExported("jdk.internal.misc", agrona)) {
+            String target = agrona.isNamed() ? agrona.getName() : "ALL-UNNAMED";
+            throw new ConfigurationException("the shared-memory mailbox needs a JVM flag: add --add-exports"
+                + " java.base/jdk.internal.misc=" + target + " to the java command (Agrona 2.6 on JDK "
+                + Runtime.version().feature() + "); transports without the mailbox do not need it");
+        }
+    }
+
+    /** Waits until {@code peer}'s mailbox exists (it is starting), or the timeout passes. */
+    public boolean awaitPeer(String peer, Duration timeout) throws InterruptedException {
+        Path path = dir.resolve(ShmNames.mailbox(namespace, peer));
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!Files.exists(path)) {
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            Thread.sleep(5);
+        }
+        return true;
+    }
+
+    @Override
+    public void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors) {
+        Peer peer = peer(toEntity);
+        int max = peer.ring.maxMsgLength();
+        ByteBuffer message = ByteBuffer.allocate(max).order(ByteOrder.LITTLE_ENDIAN);
+        int count = 0;
+        for (TensorDescriptor d : descriptors) {
+            byte[] record = DescriptorCodec.encode(d);
+            if (count > 0 && message.position() + record.length > max) {
+                flush(peer, DESCRIPTORS, message, count, toEntity);
+                count = 0;
+            }
+            if (count == 0) {
+                startMessage(message);
+            }
+            message.put(record);
+            count++;
+        }
+        if (count > 0) {
+            flush(peer, DESCRIPTORS, message, count, toEntity);
+        }
+    }
+
+    @Override
+    public void sendAcks(String toEntity, Collection<UUID> uuids) {
+        Peer peer = peer(toEntity);
+        int max = peer.ring.maxMsgLength();
+        ByteBuffer message = ByteBuffer.allocate(max).order(ByteOrder.LITTLE_ENDIAN);
+        int count = 0;
+        for (UUID uuid : uuids) {
+            if (count > 0 && message.position() + 16 > max) {
+                flush(peer, ACKS, message, count, toEntity);
+                count = 0;
+            }
+            if (count == 0) {
+                startMessage(message);
+            }
+            message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits());
+            count++;
+        }
+        if (count > 0) {
+            flush(peer, ACKS, message, count, toEntity);
+        }
+    }
+
+    private void startMessage(ByteBuffer message) {
+        message.clear();
+        message.put((byte) entity.length()).put(entity.getBytes(StandardCharsets.US_ASCII)).putShort((short) 0);
+    }
+
+    private void flush(Peer peer, int type, ByteBuffer message, int count, String toEntity) {
+        message.putShort(1 + entity.length(), (short) count);
+        UnsafeBuffer source = new UnsafeBuffer(message.array(), 0, message.position());
+        long deadline = System.nanoTime() + SEND_TIMEOUT_NS;
+        while (!peer.ring.write(type, source, 0, message.position())) {
+            if (closed || System.nanoTime() > deadline) {
+                throw new MstarTransportException("mailbox full: entity=" + toEntity + " took no message for "
+                    + SEND_TIMEOUT_NS / 1_000_000_000L + " s; is it polling its mailbox?");
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    @Override
+    public int poll(Listener listener, int limit) {
+        int read = inbox.read((type, buffer, index, length) -> {
+            byte[] bytes = new byte[length];
+            buffer.getBytes(index, bytes);
+            try {
+                dispatch(type, bytes, listener);
+            } catch (RuntimeException e) {
+                badMessages.incrementAndGet();
+                LOG.warn("mailbox message refused: entity={}, type={}, length={}: {}", entity, type, length, e.toString());
+            }
+        }, limit);
+        if (read == 0) {
+            unblockIfStuck();
+        } else {
+            stuckSinceNs = -1;
+        }
+        return read;
+    }
+
+    @Override
+    public int receive(Listener listener, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        idle.reset();
+        while (!closed) {
+            int read = poll(listener, 64);
+            if (read > 0 || System.nanoTime() > deadline) {
+                return read;
+            }
+            idle.idle();
+        }
+        return 0;
+    }
+
+    // A record claimed and never committed (its writer died) leaves the producer position ahead for good.
+    private void unblockIfStuck() {
+        if (inbox.producerPosition() == inbox.consumerPosition()) {
+            stuckSinceNs = -1;
+            return;
+        }
+        long now = System.nanoTime();
+        if (stuckSinceNs < 0) {
+            stuckSinceNs = now;
+        } else if (now - stuckSinceNs > UNBLOCK_AFTER_MS * 1_000_000L && inbox.unblock()) {
+            unblocks.incrementAndGet();
+            stuckSinceNs = -1;
+            LOG.warn("mailbox unblocked a record its writer never committed (the writer died?): entity={}", entity);
+        }
+    }
+
+    private void dispatch(int type, byte[] bytes, Listener listener) {
+        ByteBuffer in = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+        int n = Byte.toUnsignedInt(in.get());
+        if (n == 0 || n > 64 || in.remaining() < n + 2) {
+            throw new DescriptorFormatException("sender", "bad sender name length " + n);
+        }
+        byte[] name = new byte[n];
+        in.get(name);
+        String from = new String(name, StandardCharsets.US_ASCII);
+        if (!ShmNames.ENTITY.matcher(from).matches()) {
+            throw new DescriptorFormatException("sender", "not an entity name");
+        }
+        int count = Short.toUnsignedInt(in.getShort());
+        if (type == ACKS) {
+            if (in.remaining() != 16 * count) {
+                throw new DescriptorFormatException("acks", count + " uuids need " + 16 * count + " bytes, found " + in.remaining());
+            }
+            List<UUID> uuids = new ArrayList<>(count);
+            for (int i = 0; i < count; i++) {
+                uuids.add(new UUID(in.getLong(), in.getLong()));
+            }
+            listener.acks(from, uuids);
+        } else if (type == DESCRIPTORS) {
+            MemorySegment records = MemorySegment.ofArray(bytes);
+            long p = in.position();
+            List<TensorDescriptor> descriptors = new ArrayList<>(count);
+            for (int i = 0; i < count; i++) {
+                int length = DescriptorCodec.recordLength(records, p, bytes.length - p);
+                descriptors.add(DescriptorCodec.decode(records, p, length, namespace));
+                p += length;
+            }
+            if (p != bytes.length) {
+                throw new DescriptorFormatException("length", (bytes.length - p) + " trailing bytes after " + count + " descriptors");
+            }
+            listener.descriptors(from, descriptors);
+        } else {
+            throw new DescriptorFormatException("type", "unknown message type " + type);
+        }
+    }
+
+    private Peer peer(String toEntity) {
+        if (closed) {
+            throw new IllegalStateException("mailbox is closed: entity=" + entity);
+        }
+        return peers.computeIfAbsent(ShmNames.checkEntity(toEntity), e -> {
+            String name = ShmNames.mailbox(namespace, e);
+            MappedSegment peerFile;
+            try {
+                peerFile = MappedSegment.openPeer(dir, name, FILE_BYTES, true);
+            } catch (SegmentAccessException ex) {
+                throw new SegmentAccessException("no mailbox for entity " + e + " (is it running in this deployment?): "
+                    + ex.getMessage(), ex);
+            }
+            return new Peer(peerFile, ring(peerFile));
+        });
+    }
+
+    private static ManyToOneRingBuffer ring(MappedSegment file) {
+        return new ManyToOneRingBuffer(new UnsafeBuffer(file.memory().address(), FILE_BYTES));
+    }
+
+    /** Messages that could not be decoded or whose listener threw. */
+    public long badMessages() {
+        return badMessages.get();
+    }
+
+    /** Times a record abandoned by a dead writer was skipped. */
+    public long unblocks() {
+        return unblocks.get();
+    }
+
+    public String entity() {
+        return entity;
+    }
+
+    /** Unmaps the peers' mailboxes and removes our own. Idempotent. */
+    @Override
+    public void close() {
+        closed = true;
+        peers.values().forEach(p -> p.file.unmap());
+        peers.clear();
+        file.close();
+    }
+}

@@ -1,0 +1,140 @@
+package io.mstar.transport.channel;
+
+import io.mstar.transport.DType;
+import io.mstar.transport.Placement;
+import io.mstar.transport.SegmentAccessException;
+import io.mstar.transport.TensorChannel;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.shm.MappedSegment;
+import io.mstar.transport.testing.ShmTestDir;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+@Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class ShmMailboxTest {
+    private static final Namespace NS = Namespace.of(null, "mailbox-test");
+
+    @RegisterExtension
+    final ShmTestDir shm = new ShmTestDir();
+
+    /** Collects what a mailbox delivers. */
+    static final class Inbox implements TensorChannel.Listener {
+        final List<TensorDescriptor> descriptors = new ArrayList<>();
+        final List<UUID> acks = new ArrayList<>();
+        final List<String> senders = new ArrayList<>();
+
+        @Override
+        public void descriptors(String fromEntity, List<TensorDescriptor> batch) {
+            senders.add(fromEntity);
+            descriptors.addAll(batch);
+        }
+
+        @Override
+        public void acks(String fromEntity, List<UUID> uuids) {
+            senders.add(fromEntity);
+            acks.addAll(uuids);
+        }
+    }
+
+    private static TensorDescriptor descriptor(int i) {
+        return new TensorDescriptor(new UUID(i, ~i), "request-" + i, "producer", DType.F16, new long[] {i % 7, 3},
+            (i % 7) * 3 * 2L, Placement.ARENA, ShmNames.segment(NS, "producer", "00c0ffee", i % 3), 256L * i);
+    }
+
+    private static void drain(ShmMailbox box, Inbox inbox, int expectedMessages) {
+        int messages = 0;
+        while (messages < expectedMessages) {
+            messages += box.receive(inbox, Duration.ofSeconds(5));
+        }
+    }
+
+    @Test
+    void carriesDescriptorBatchesAndAcksBothWays() {
+        try (ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer");
+             ShmMailbox consumer = ShmMailbox.open(shm.path(), NS, "consumer")) {
+            List<TensorDescriptor> batch = new ArrayList<>();
+            for (int i = 0; i < 3000; i++) {
+                batch.add(descriptor(i)); // several ring messages' worth
+            }
+            producer.sendDescriptors("consumer", batch);
+            Inbox atConsumer = new Inbox();
+            while (atConsumer.descriptors.size() < batch.size()) {
+                consumer.receive(atConsumer, Duration.ofSeconds(5));
+            }
+            assertEquals(batch, atConsumer.descriptors);
+            assertTrue(atConsumer.senders.size() > 1 && atConsumer.senders.stream().allMatch("producer"::equals));
+
+            consumer.sendAcks("producer", batch.stream().map(TensorDescriptor::uuid).toList());
+            Inbox atProducer = new Inbox();
+            while (atProducer.acks.size() < batch.size()) {
+                producer.receive(atProducer, Duration.ofSeconds(5));
+            }
+            assertEquals(batch.stream().map(TensorDescriptor::uuid).toList(), atProducer.acks);
+            assertEquals(0, producer.badMessages() + consumer.badMessages());
+        }
+        assertEquals(List.of(), ShmTestDir.list(shm.path()), "closing removes the mailboxes");
+    }
+
+    @Test
+    void aHostileMessageIsCountedAndTheNextOneStillArrives() {
+        try (ShmMailbox consumer = ShmMailbox.open(shm.path(), NS, "consumer");
+             ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer");
+             MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
+                 ShmMailbox.FILE_BYTES, true)) {
+            ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(), ShmMailbox.FILE_BYTES));
+            byte[] garbage = {8, 'p', 'r', 'o', 'd', 'u', 'c', 'e', 'r', 1, 0, 'x', 'y'};
+            assertTrue(ring.write(ShmMailbox.DESCRIPTORS, new UnsafeBuffer(garbage), 0, garbage.length));
+            producer.sendDescriptors("consumer", List.of(descriptor(1)));
+            Inbox inbox = new Inbox();
+            drain(consumer, inbox, 2);
+            assertEquals(List.of(descriptor(1)), inbox.descriptors);
+            assertEquals(1, consumer.badMessages());
+        }
+    }
+
+    @Test
+    void aRecordItsWriterNeverCommittedIsSkippedAfterTheUnblockDelay() {
+        try (ShmMailbox consumer = ShmMailbox.open(shm.path(), NS, "consumer");
+             ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer");
+             MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
+                 ShmMailbox.FILE_BYTES, true)) {
+            ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(), ShmMailbox.FILE_BYTES));
+            // A writer that claimed a record and died before committing it.
+            assertTrue(ring.tryClaim(ShmMailbox.DESCRIPTORS, 100) >= 0);
+            producer.sendDescriptors("consumer", List.of(descriptor(2)));
+            Inbox inbox = new Inbox();
+            long start = System.nanoTime();
+            while (inbox.descriptors.isEmpty()) {
+                consumer.receive(inbox, Duration.ofSeconds(5));
+                assertTrue(System.nanoTime() - start < 10_000_000_000L, "the ring stayed blocked");
+            }
+            assertTrue(System.nanoTime() - start >= ShmMailbox.UNBLOCK_AFTER_MS * 900_000L, "waited before unblocking");
+            assertEquals(List.of(descriptor(2)), inbox.descriptors);
+            assertEquals(1, consumer.unblocks());
+        }
+    }
+
+    @Test
+    void sendingToAnEntityWithoutMailboxSaysSo() {
+        try (ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer")) {
+            SegmentAccessException e = assertThrows(SegmentAccessException.class,
+                () -> producer.sendAcks("nobody", List.of(UUID.randomUUID())));
+            assertTrue(e.getMessage().contains("no mailbox for entity nobody"), e.getMessage());
+        }
+    }
+}
