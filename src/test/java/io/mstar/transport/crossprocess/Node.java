@@ -1,0 +1,237 @@
+package io.mstar.transport.crossprocess;
+
+import io.mstar.transport.CapacityException;
+import io.mstar.transport.DType;
+import io.mstar.transport.MstarTransportException;
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorChannel;
+import io.mstar.transport.TensorChannels;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TensorTransports;
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.TransportStats;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
+
+/**
+ * A process of a cross-process test: a producer or a consumer, talking through the built-in mailbox.
+ * Prints one {@code RESULT key=value ...} line; exit 0 when everything arrived intact.
+ *
+ * <pre>
+ *   consumer DIR ENDPOINT ENTITY EXPECTED_TENSORS DELAY_MS_PER_BATCH
+ *   producer DIR ENDPOINT ENTITY CONSUMERS(a,b) TENSORS SEED MAX_MB [KEY=VALUE environment overrides...]
+ * </pre>
+ */
+public final class Node {
+    private Node() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        switch (args[0]) {
+            case "consumer" -> System.exit(consumer(args));
+            case "producer" -> System.exit(producer(args));
+            default -> throw new IllegalArgumentException(args[0]);
+        }
+    }
+
+    static TransportConfig config(String dir, String[] overrides, int from) {
+        Map<String, String> env = new HashMap<>();
+        env.put(TransportConfig.SHM_DIR, dir);
+        env.put(TransportConfig.ARENA, "1");
+        for (int i = from; i < overrides.length; i++) {
+            String[] kv = overrides[i].split("=", 2);
+            env.put(kv[0], kv[1]);
+        }
+        return TransportConfig.from(env::get);
+    }
+
+    static long crc(MemorySegment data) {
+        CRC32C crc = new CRC32C();
+        crc.update(data.asByteBuffer());
+        return crc.getValue();
+    }
+
+    private static int consumer(String[] args) throws Exception {
+        String entity = args[3];
+        long expected = Long.parseLong(args[4]);
+        long delayMs = Long.parseLong(args[5]);
+        TransportConfig config = config(args[1], args, 6);
+        AtomicLong received = new AtomicLong();
+        AtomicLong corrupted = new AtomicLong();
+        AtomicLong failed = new AtomicLong();
+        try (TensorTransport transport = TensorTransports.create(config, args[2], entity, false);
+             TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity)) {
+            System.out.println("READY " + entity);
+            TensorChannel.Listener listener = new TensorChannel.Listener() {
+                @Override
+                public void descriptors(String from, List<TensorDescriptor> batch) {
+                    List<UUID> done = new ArrayList<>(batch.size());
+                    for (TensorDescriptor d : batch) {
+                        try (ReceivedTensor in = transport.receive(d)) {
+                            long expectedCrc = Long.parseUnsignedLong(d.requestId().substring(4), 16);
+                            if (crc(in.data()) != expectedCrc) {
+                                corrupted.incrementAndGet();
+                                System.out.println("CORRUPTED " + d);
+                            }
+                        } catch (MstarTransportException e) {
+                            failed.incrementAndGet();
+                            System.out.println("FAILED " + d.uuid() + ": " + e);
+                        }
+                        done.add(d.uuid());
+                        received.incrementAndGet();
+                    }
+                    sleep(delayMs);
+                    mailbox.sendAcks(from, done);
+                }
+
+                @Override
+                public void acks(String from, List<UUID> uuids) {
+                }
+            };
+            long deadline = System.nanoTime() + 300_000_000_000L;
+            while (received.get() < expected && System.nanoTime() < deadline) {
+                mailbox.receive(listener, Duration.ofMillis(100));
+            }
+            TransportStats stats = transport.statsSummary();
+            System.out.println("RESULT received=" + received + " corrupted=" + corrupted + " failed=" + failed
+                + " mappedPeers=" + stats.mappedPeerSegments());
+        }
+        return received.get() == expected && corrupted.get() == 0 && failed.get() == 0 ? 0 : 1;
+    }
+
+    private static int producer(String[] args) throws Exception {
+        String entity = args[3];
+        String[] consumers = args[4].split(",");
+        int tensors = Integer.parseInt(args[5]);
+        SplittableRandom random = new SplittableRandom(Long.parseLong(args[6]));
+        long maxBytes = Long.parseLong(args[7]) << 20;
+        TransportConfig config = config(args[1], args, 8);
+        try (Arena scratch = Arena.ofConfined();
+             TensorTransport transport = TensorTransports.create(config, args[2], entity, false);
+             TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity)) {
+            // Random bytes, sliced at random offsets: every tensor gets different content.
+            MemorySegment source = scratch.allocate(2 * maxBytes, 4096);
+            for (long i = 0; i < source.byteSize(); i += 8) {
+                source.set(ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong());
+            }
+            Thread acker = Thread.ofPlatform().daemon().start(() -> {
+                TensorChannel.Listener listener = new TensorChannel.Listener() {
+                    @Override
+                    public void descriptors(String from, List<TensorDescriptor> batch) {
+                    }
+
+                    @Override
+                    public void acks(String from, List<UUID> uuids) {
+                        transport.ack(uuids);
+                    }
+                };
+                while (!Thread.currentThread().isInterrupted()) {
+                    mailbox.receive(listener, Duration.ofMillis(50));
+                }
+            });
+            for (String consumer : consumers) {
+                if (!((io.mstar.transport.channel.ShmMailbox) mailbox).awaitPeer(consumer, Duration.ofSeconds(60))) {
+                    System.out.println("RESULT error=no-consumer-" + consumer);
+                    return 2;
+                }
+            }
+            int sent = 0;
+            int batchNo = 0;
+            SplittableRandom batches = batchSizes(Long.parseLong(args[6]));
+            try {
+                while (sent < tensors) {
+                    int n = Math.min(tensors - sent, 1 + batches.nextInt(8));
+                    List<Tensor> batch = new ArrayList<>(n);
+                    List<String> crcs = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        long size = size(random, maxBytes);
+                        MemorySegment data = source.asSlice(random.nextLong(maxBytes), size);
+                        batch.add(Tensor.of(DType.U8, data, size));
+                        crcs.add(Long.toHexString(crc(data)));
+                    }
+                    List<TensorDescriptor> descriptors = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        // One request per tensor, so the consumer finds each checksum in its request id.
+                        descriptors.addAll(transport.send("crc=" + crcs.get(i), List.of(batch.get(i))));
+                    }
+                    mailbox.sendDescriptors(consumers[batchNo++ % consumers.length], descriptors);
+                    sent += n;
+                }
+            } catch (CapacityException e) {
+                System.out.println("RESULT capacity-exception=true sent=" + sent + " message=" + e.getMessage().replace(' ', '_'));
+                return 3;
+            }
+            long deadline = System.nanoTime() + 300_000_000_000L;
+            while (transport.statsSummary().inFlight() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            acker.interrupt();
+            TransportStats stats = transport.statsSummary();
+            System.out.println("RESULT sent=" + sent + " inFlight=" + stats.inFlight() + " liveSlots="
+                + stats.arena().liveSlots() + " spills=" + stats.spills() + " waits=" + stats.backpressureWaits()
+                + " segments=" + stats.arena().segments() + " unknownAcks=" + stats.unknownAcks());
+            System.out.println("STATS " + stats.toLogLine());
+            return stats.inFlight() == 0 && stats.arena().liveSlots() == 0 ? 0 : 1;
+        }
+    }
+
+    /** How many tensors each of {@code consumers} gets from a producer with this seed (batches go round-robin). */
+    static long[] expectedPerConsumer(long seed, int tensors, int consumers) {
+        SplittableRandom batches = batchSizes(seed);
+        long[] expected = new long[consumers];
+        int sent = 0;
+        int batchNo = 0;
+        while (sent < tensors) {
+            int n = Math.min(tensors - sent, 1 + batches.nextInt(8));
+            expected[batchNo++ % consumers] += n;
+            sent += n;
+        }
+        return expected;
+    }
+
+    // Batch sizes come from their own generator, so a test can tell each consumer how many tensors to expect.
+    private static SplittableRandom batchSizes(long seed) {
+        return new SplittableRandom(seed ^ 0x5DEECE66DL);
+    }
+
+    // 4 KiB to maxBytes: mostly small, some medium, one in a hundred large (past a segment, at times).
+    static long size(SplittableRandom random, long maxBytes) {
+        int kind = random.nextInt(100);
+        double lo;
+        double hi;
+        if (kind < 85) {
+            lo = 4 << 10;
+            hi = 256 << 10;
+        } else if (kind < 99) {
+            lo = 256 << 10;
+            hi = Math.min(8 << 20, maxBytes);
+        } else {
+            lo = Math.min(8 << 20, maxBytes);
+            hi = maxBytes;
+        }
+        return (long) Math.exp(Math.log(lo) + random.nextDouble() * (Math.log(hi) - Math.log(lo)));
+    }
+
+    private static void sleep(long ms) {
+        if (ms > 0) {
+            try {
+                Thread.sleep(ms);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

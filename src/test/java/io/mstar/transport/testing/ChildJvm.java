@@ -1,0 +1,74 @@
+package io.mstar.transport.testing;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** A real child JVM running a test main class with this JVM's class path; its output goes to a file. */
+public final class ChildJvm {
+    private final Process process;
+    private final Path log;
+
+    private ChildJvm(Process process, Path log) {
+        this.process = process;
+        this.log = log;
+    }
+
+    public static ChildJvm start(Class<?> main, String... args) throws IOException {
+        return start(true, main, args);
+    }
+
+    /** {@code mailboxFlag}: whether the child gets the export that the mailbox's Agrona buffers need. */
+    public static ChildJvm start(boolean mailboxFlag, Class<?> main, String... args) throws IOException {
+        String java = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx512m"));
+        if (mailboxFlag) {
+            command.add("--add-exports");
+            command.add("java.base/jdk.internal.misc=ALL-UNNAMED");
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
+        command.addAll(List.of(args));
+        Path log = Files.createTempFile("mstar-child-", ".log");
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        return new ChildJvm(process, log);
+    }
+
+    public Process process() {
+        return process;
+    }
+
+    /** Waits for the exit and returns the code; kills the child and fails when it takes longer than the timeout. */
+    public int await(long timeoutSeconds) throws InterruptedException, IOException {
+        if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor();
+            throw new AssertionError("child JVM did not finish in " + timeoutSeconds + " s; output:\n" + output());
+        }
+        return process.exitValue();
+    }
+
+    /** Everything the child printed so far. */
+    public String output() throws IOException {
+        return Files.readString(log);
+    }
+
+    /** The value of {@code key=} on the child's RESULT line, or null. */
+    public String result(String key) throws IOException {
+        for (String line : output().split("\n")) {
+            if (line.startsWith("RESULT ")) {
+                for (String part : line.substring(7).split(" ")) {
+                    if (part.startsWith(key + "=")) {
+                        return part.substring(key.length() + 1);
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    public void deleteLog() throws IOException {
+        Files.deleteIfExists(log);
+    }
+}
