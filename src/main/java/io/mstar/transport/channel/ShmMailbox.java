@@ -70,7 +70,10 @@ public final class ShmMailbox implements TensorChannel {
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
     private final AtomicLong badMessages = new AtomicLong();
     private final AtomicLong unblocks = new AtomicLong();
-    private final IdleStrategy idle = new BackoffIdleStrategy(64, 16, 1_000, 1_000_000);
+    private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+    // One message buffer per sending thread, as large as any peer's largest message: sends allocate none.
+    private final ThreadLocal<ByteBuffer> messages =
+        ThreadLocal.withInitial(() -> ByteBuffer.allocate(RING_BYTES / 8).order(ByteOrder.LITTLE_ENDIAN));
     private long stuckSinceNs = -1;
     private volatile boolean closed;
 
@@ -138,7 +141,7 @@ public final class ShmMailbox implements TensorChannel {
     public void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors) {
         Peer peer = peer(toEntity);
         int max = peer.ring.maxMsgLength();
-        ByteBuffer message = ByteBuffer.allocate(max).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer message = messages.get();
         int count = 0;
         for (TensorDescriptor d : descriptors) {
             byte[] record = DescriptorCodec.encode(d);
@@ -161,7 +164,7 @@ public final class ShmMailbox implements TensorChannel {
     public void sendAcks(String toEntity, Collection<UUID> uuids) {
         Peer peer = peer(toEntity);
         int max = peer.ring.maxMsgLength();
-        ByteBuffer message = ByteBuffer.allocate(max).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer message = messages.get();
         int count = 0;
         for (UUID uuid : uuids) {
             if (count > 0 && message.position() + 16 > max) {

@@ -1,5 +1,6 @@
 package io.mstar.transport.cli;
 
+import java.io.IOException;
 import java.io.PrintStream;
 import java.util.Arrays;
 
@@ -14,6 +15,9 @@ public final class MstarShm {
     static final String USAGE = """
         usage: mstar-shm <command> [options]
         commands:
+          demo [--seconds-per-size S]
+              start a consumer process and a producer process, stream tensors of 4 KiB to 16 MiB
+              through the arena and then through the file transport, print a table per size
           churn [--seconds S] [--segment-mb M] [--max-segments N]
               create an arena in a temporary shared-memory directory, churn it with a mixed
               workload (4 KiB to 16 MiB, copies included), print progress and its stats snapshot
@@ -32,6 +36,9 @@ public final class MstarShm {
         try {
             return switch (args[0]) {
                 case "churn" -> ChurnCommand.run(rest, out);
+                case "demo" -> DemoCommand.run(rest, out);
+                case "demo-consumer" -> DemoCommand.consumer(rest);
+                case "demo-producer" -> DemoCommand.producer(rest);
                 default -> {
                     err.println("unknown command: " + args[0]);
                     err.print(USAGE);
@@ -42,6 +49,12 @@ public final class MstarShm {
             err.println(e.getMessage());
             err.print(USAGE);
             return 2;
+        } catch (IOException e) {
+            err.println("mstar-shm " + args[0] + " failed: " + e);
+            return 1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 1;
         }
     }
 

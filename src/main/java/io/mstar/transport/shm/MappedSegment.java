@@ -58,11 +58,20 @@ public final class MappedSegment implements AutoCloseable {
      * @throws NativeCallException when any other libc call fails, e.g. {@code EEXIST} for a name in use
      */
     public static MappedSegment create(Path dir, String name, long sizeBytes) {
-        return create(dir, name, sizeBytes, true);
+        return create(dir, name, sizeBytes, true, false);
+    }
+
+    /**
+     * As {@link #create(Path, String, long)}, mapped for the calling thread only: unmapping a thread's own
+     * mapping is cheap, where closing a shared one synchronizes with every thread (a spill file is
+     * written by one thread and unmapped at once).
+     */
+    public static MappedSegment createConfined(Path dir, String name, long sizeBytes) {
+        return create(dir, name, sizeBytes, true, true);
     }
 
     /** As {@link #create(Path, String, long)}; tests skip the free-space check to reach the commit's own guard. */
-    public static MappedSegment create(Path dir, String name, long sizeBytes, boolean checkSpaceFirst) {
+    static MappedSegment create(Path dir, String name, long sizeBytes, boolean checkSpaceFirst, boolean confined) {
         String path = dir.resolve(name).toString();
         if (checkSpaceFirst) {
             long available = Posix.statvfs(dir.toString()).availableBytes();
@@ -83,7 +92,7 @@ public final class MappedSegment implements AutoCloseable {
                 }
                 throw e;
             }
-            MappedSegment segment = map(name, path, fd, sizeBytes, PROT_READ | PROT_WRITE, true);
+            MappedSegment segment = map(name, path, fd, sizeBytes, PROT_READ | PROT_WRITE, true, confined);
             ok = true;
             return segment;
         } finally {
@@ -115,6 +124,11 @@ public final class MappedSegment implements AutoCloseable {
      * which every sender writes into).
      */
     public static MappedSegment openPeer(Path dir, String name, long minSizeBytes, boolean writable) {
+        return openPeer(dir, name, minSizeBytes, writable, false);
+    }
+
+    /** As {@link #openPeer(Path, String, long, boolean)}; {@code confined} maps it for the calling thread only. */
+    public static MappedSegment openPeer(Path dir, String name, long minSizeBytes, boolean writable, boolean confined) {
         String path = dir.resolve(name).toString();
         int fd;
         try {
@@ -137,15 +151,16 @@ public final class MappedSegment implements AutoCloseable {
                 throw new SegmentAccessException("peer segment is smaller than needed: path=" + path
                     + ", sizeBytes=" + status.sizeBytes() + ", neededBytes=" + minSizeBytes);
             }
-            return map(name, path, fd, status.sizeBytes(), writable ? PROT_READ | PROT_WRITE : PROT_READ, false);
+            return map(name, path, fd, status.sizeBytes(), writable ? PROT_READ | PROT_WRITE : PROT_READ, false, confined);
         } finally {
             Posix.close(fd, path);
         }
     }
 
-    private static MappedSegment map(String name, String path, int fd, long sizeBytes, int prot, boolean owned) {
+    private static MappedSegment map(String name, String path, int fd, long sizeBytes, int prot, boolean owned,
+                                     boolean confined) {
         long address = Posix.mmap(sizeBytes, prot, MAP_SHARED | MAP_POPULATE, fd, path);
-        Arena arena = Arena.ofShared();
+        Arena arena = confined ? Arena.ofConfined() : Arena.ofShared();
         MemorySegment memory = MemorySegment.ofAddress(address)
             .reinterpret(sizeBytes, arena, unused -> Posix.munmap(address, sizeBytes, path));
         return new MappedSegment(name, path, sizeBytes, owned, arena,

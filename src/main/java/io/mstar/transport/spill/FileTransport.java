@@ -31,13 +31,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * One file per tensor in the shared-memory directory, named
  * {@code mstar_<ns>_spill_<entity>_<pid>_<uuid>}: created exclusively (never following or reusing an
  * existing name), mode 0600, committed before it is written (a full tmpfs fails here, not as SIGBUS).
- * The consumer maps it read-only; the producer unlinks it on the ACK, and all of its files on
+ * The consumer reads it (up to 1 GiB into the heap, larger files mapped read-only for the view's
+ * lifetime); the producer unlinks it on the ACK, and all of its files on
  * {@link #unlinkOwnedFiles()} and {@link #close()}.
  *
  * <p>The arena transport uses it as its spill path ({@link #write}, {@link #release}).
  */
 public final class FileTransport implements TensorTransport {
     private static final Logger LOG = LoggerFactory.getLogger(FileTransport.class);
+    /** Spill files up to this size are read into the heap; larger ones are mapped for the view's lifetime. */
+    static final long COPY_OUT_MAX_BYTES = 1L << 30;
 
     private final Path dir;
     private final Namespace namespace;
@@ -93,7 +96,7 @@ public final class FileTransport implements TensorTransport {
             if (nbytes == 0) {
                 MappedSegment.createEmpty(dir, name);
             } else {
-                MappedSegment file = MappedSegment.create(dir, name, nbytes);
+                MappedSegment file = MappedSegment.createConfined(dir, name, nbytes);
                 boolean copied = false;
                 try {
                     MemorySegment.copy(tensor.data(), 0, file.memory(), 0, nbytes);
@@ -128,8 +131,18 @@ public final class FileTransport implements TensorTransport {
         if (d.nbytes() == 0) {
             return MappedView.empty(d);
         }
-        MappedSegment file = MappedSegment.openPeer(dir, d.fileName(), d.nbytes());
-        return new MappedView(d, file.memory().asSlice(0, d.nbytes()), file::unmap);
+        if (d.nbytes() > COPY_OUT_MAX_BYTES) {
+            MappedSegment file = MappedSegment.openPeer(dir, d.fileName(), d.nbytes());
+            return new MappedView(d, file.memory().asSlice(0, d.nbytes()), file::unmap);
+        }
+        // Read into the heap: the file's mapping is this thread's and unmapped at once (closing a shared
+        // mapping synchronizes with every thread, which costs more than the copy), and the view is free
+        // to move between threads.
+        try (MappedSegment file = MappedSegment.openPeer(dir, d.fileName(), d.nbytes(), false, true)) {
+            MemorySegment copy = MemorySegment.ofArray(new byte[(int) d.nbytes()]);
+            MemorySegment.copy(file.memory(), 0, copy, 0, d.nbytes());
+            return new MappedView(d, copy.asReadOnly(), () -> { });
+        }
     }
 
     @Override

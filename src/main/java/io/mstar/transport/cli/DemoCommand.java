@@ -1,0 +1,277 @@
+package io.mstar.transport.cli;
+
+import io.mstar.transport.DType;
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorChannel;
+import io.mstar.transport.TensorChannels;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TensorTransports;
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.channel.ShmMailbox;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+
+/**
+ * {@code mstar-shm demo}: a consumer process and a producer process (child JVMs of this one) stream
+ * tensors of 4 KiB to 16 MiB through the arena, then through the file transport, in a temporary
+ * directory under {@code MSTAR_SHM_DIR}; prints progress, a side-by-side table per size and the
+ * producer's final stats snapshot, and removes the directory.
+ */
+final class DemoCommand {
+    private static final String ENDPOINT = "mstar-shm-demo";
+    private static final long[] SIZES = {4 << 10, 64 << 10, 1 << 20, 16 << 20};
+    private static final int WINDOW = 16;
+
+    private DemoCommand() {
+    }
+
+    static int run(String[] args, PrintStream out) throws IOException, InterruptedException {
+        double secondsPerSize = 1.5;
+        for (int i = 0; i < args.length; i += 2) {
+            if (args[i].equals("--seconds-per-size")) {
+                secondsPerSize = MstarShm.number(args, i);
+            } else {
+                throw new MstarShm.UsageException("unknown option for demo: " + args[i]);
+            }
+        }
+        TransportConfig config = TransportConfig.fromEnvironment();
+        Path dir = Files.createTempDirectory(config.shmDir(), "mstar-demo-");
+        out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB window=%d seconds-per-size=%.1f%n", dir, WINDOW, secondsPerSize);
+        Map<String, Map<Long, String[]>> rows = new LinkedHashMap<>();
+        String stats = null;
+        try {
+            for (String mode : List.of("arena", "file")) {
+                Process consumer = child("demo-consumer", dir.toString(), mode);
+                Process producer = child("demo-producer", dir.toString(), mode, Double.toString(secondsPerSize));
+                Map<Long, String[]> byMode = new HashMap<>();
+                try (BufferedReader lines = new BufferedReader(new InputStreamReader(producer.getInputStream()))) {
+                    for (String line; (line = lines.readLine()) != null; ) {
+                        if (line.startsWith("ROW ")) {
+                            String[] f = line.substring(4).split(" ");
+                            byMode.put(Long.parseLong(f[0]), f);
+                        } else if (line.startsWith("STATS ")) {
+                            if (mode.equals("arena")) {
+                                stats = line.substring(6);
+                            }
+                        } else {
+                            out.println("  [" + mode + "] " + line);
+                        }
+                    }
+                }
+                boolean producerOk = producer.waitFor(120, TimeUnit.SECONDS) && producer.exitValue() == 0;
+                boolean consumerOk = consumer.waitFor(30, TimeUnit.SECONDS) && consumer.exitValue() == 0;
+                consumer.destroyForcibly();
+                if (!producerOk || !consumerOk) {
+                    out.println("demo failed: producerOk=" + producerOk + " consumerOk=" + consumerOk + " ("
+                        + new String(consumer.getInputStream().readAllBytes()).trim() + ")");
+                    return 1;
+                }
+                rows.put(mode, byMode);
+            }
+        } finally {
+            deleteTree(dir);
+        }
+        out.println();
+        out.printf("%-8s | %-40s | %-40s | %s%n", "size", "arena: tensors/s  GB/s  p50 us  p99 us",
+            "file: tensors/s  GB/s  p50 us  p99 us", "arena/file tensors/s");
+        for (long size : SIZES) {
+            String[] a = rows.get("arena").get(size);
+            String[] f = rows.get("file").get(size);
+            out.printf("%-8s | %11s %6s %7s %7s%7s | %11s %6s %7s %7s%7s | %.1fx%n", human(size),
+                a[1], a[2], a[3], a[4], "", f[1], f[2], f[3], f[4], "", Double.parseDouble(a[1]) / Double.parseDouble(f[1]));
+        }
+        out.println();
+        out.println("arena producer stats: " + stats);
+        try (Stream<Path> left = Files.exists(dir) ? Files.list(dir) : Stream.empty()) {
+            out.println("files left behind: " + left.count());
+        }
+        return 0;
+    }
+
+    private static Process child(String... args) throws IOException {
+        String java = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "--add-exports",
+            "java.base/jdk.internal.misc=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp", System.getProperty("java.class.path"), MstarShm.class.getName()));
+        command.addAll(Arrays.asList(args));
+        return new ProcessBuilder(command).redirectErrorStream(args[0].equals("demo-producer"))
+            .redirectError(args[0].equals("demo-producer") ? ProcessBuilder.Redirect.PIPE : ProcessBuilder.Redirect.INHERIT)
+            .start();
+    }
+
+    private static TransportConfig childConfig(String dir, String mode) {
+        Map<String, String> env = new HashMap<>();
+        env.put(TransportConfig.SHM_DIR, dir);
+        env.put(TransportConfig.ARENA, mode.equals("arena") ? "1" : "0");
+        env.put(TransportConfig.SEGMENT_MB, "64");
+        env.put(TransportConfig.MAX_SEGMENTS, "8");
+        return TransportConfig.from(env::get);
+    }
+
+    /** The consumer: reads each tensor in place, checks its stamp, ACKs it; stops on a zero-length batch marker. */
+    static int consumer(String[] args) throws InterruptedException {
+        TransportConfig config = childConfig(args[0], "arena"); // reads arena slots and files alike
+        AtomicLong bad = new AtomicLong();
+        AtomicLong done = new AtomicLong();
+        try (TensorTransport transport = TensorTransports.create(config, ENDPOINT, "consumer", false);
+             TensorChannel mailbox = TensorChannels.mailbox(config, ENDPOINT, "consumer")) {
+            TensorChannel.Listener listener = new TensorChannel.Listener() {
+                @Override
+                public void descriptors(String from, List<TensorDescriptor> batch) {
+                    List<UUID> acks = new ArrayList<>(batch.size());
+                    for (TensorDescriptor d : batch) {
+                        if (d.requestId().equals("end")) {
+                            done.set(1);
+                            continue;
+                        }
+                        try (ReceivedTensor in = transport.receive(d)) {
+                            long stamp = Long.parseLong(d.requestId());
+                            MemorySegment data = in.data();
+                            if (data.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) != stamp
+                                || data.get(ValueLayout.JAVA_LONG_UNALIGNED, d.nbytes() - 8) != ~stamp) {
+                                bad.incrementAndGet();
+                            }
+                        }
+                        acks.add(d.uuid());
+                    }
+                    mailbox.sendAcks(from, acks);
+                }
+
+                @Override
+                public void acks(String from, List<UUID> uuids) {
+                }
+            };
+            while (done.get() == 0) {
+                mailbox.receive(listener, Duration.ofMillis(100));
+            }
+        }
+        if (bad.get() > 0) {
+            System.err.println("consumer found " + bad.get() + " corrupted tensors");
+            return 1;
+        }
+        return 0;
+    }
+
+    /** The producer: for each size, streams tensors for a while with a window of un-ACKed ones; prints a ROW per size. */
+    static int producer(String[] args) throws InterruptedException {
+        String mode = args[1];
+        long durationNs = (long) (Double.parseDouble(args[2]) * 1e9);
+        TransportConfig config = childConfig(args[0], mode);
+        Map<UUID, Long> sentAt = new ConcurrentHashMap<>();
+        Semaphore window = new Semaphore(WINDOW);
+        long[] latencies = new long[1 << 20];
+        AtomicLong latencyCount = new AtomicLong();
+        try (Arena scratch = Arena.ofConfined();
+             TensorTransport transport = TensorTransports.create(config, ENDPOINT, "producer", false);
+             ShmMailbox mailbox = (ShmMailbox) TensorChannels.mailbox(config, ENDPOINT, "producer")) {
+            Thread acker = Thread.ofPlatform().daemon().start(() -> {
+                TensorChannel.Listener listener = new TensorChannel.Listener() {
+                    @Override
+                    public void descriptors(String from, List<TensorDescriptor> batch) {
+                    }
+
+                    @Override
+                    public void acks(String from, List<UUID> uuids) {
+                        long now = System.nanoTime();
+                        transport.ack(uuids);
+                        for (UUID uuid : uuids) {
+                            Long t0 = sentAt.remove(uuid);
+                            if (t0 != null) {
+                                long i = latencyCount.getAndIncrement();
+                                if (i < latencies.length) {
+                                    latencies[(int) i] = now - t0;
+                                }
+                            }
+                        }
+                        window.release(uuids.size());
+                    }
+                };
+                while (!Thread.currentThread().isInterrupted()) {
+                    mailbox.receive(listener, Duration.ofMillis(50));
+                }
+            });
+            if (!mailbox.awaitPeer("consumer", Duration.ofSeconds(30))) {
+                System.out.println("no consumer mailbox");
+                return 1;
+            }
+            MemorySegment source = scratch.allocate(SIZES[SIZES.length - 1], 4096);
+            source.fill((byte) 0x5A);
+            long stamp = 0;
+            for (long size : SIZES) {
+                latencyCount.set(0);
+                long start = System.nanoTime();
+                long sent = 0;
+                long nextProgress = start + 500_000_000L;
+                while (System.nanoTime() - start < durationNs) {
+                    window.acquire();
+                    stamp++;
+                    MemorySegment data = source.asSlice(0, size);
+                    data.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, stamp);
+                    data.set(ValueLayout.JAVA_LONG_UNALIGNED, size - 8, ~stamp);
+                    long t0 = System.nanoTime();
+                    List<TensorDescriptor> d = transport.send(Long.toString(stamp), List.of(Tensor.of(DType.U8, data, size)));
+                    sentAt.put(d.getFirst().uuid(), t0);
+                    mailbox.sendDescriptors("consumer", d);
+                    sent++;
+                    if (System.nanoTime() > nextProgress) {
+                        System.out.printf("%s %-6s %8d tensors %6.2f s%n", mode, human(size), sent, (System.nanoTime() - start) / 1e9);
+                        nextProgress += 500_000_000L;
+                    }
+                }
+                window.acquire(WINDOW); // every tensor of this size ACKed
+                double seconds = (System.nanoTime() - start) / 1e9;
+                window.release(WINDOW);
+                int n = (int) Math.min(latencyCount.get(), latencies.length);
+                long[] sorted = Arrays.copyOf(latencies, n);
+                Arrays.sort(sorted);
+                System.out.printf("ROW %d %.0f %.2f %.0f %.0f%n", size, sent / seconds, sent * size / seconds / 1e9,
+                    sorted[n / 2] / 1e3, sorted[Math.min(n - 1, (int) (n * 0.99))] / 1e3);
+            }
+            mailbox.sendDescriptors("consumer", List.of(new TensorDescriptor(new UUID(0, 0), "end", "producer", DType.U8,
+                new long[] {0}, 0, io.mstar.transport.Placement.SPILL,
+                io.mstar.transport.lifecycle.ShmNames.spill(io.mstar.transport.lifecycle.Namespace.of(null, ENDPOINT),
+                    "producer", 0, new UUID(0, 0)), 0)));
+            acker.interrupt();
+            System.out.println("STATS " + transport.statsSummary().toLogLine());
+        }
+        return 0;
+    }
+
+    static String human(long bytes) {
+        return bytes >= 1 << 20 ? (bytes >> 20) + "MiB" : (bytes >> 10) + "KiB";
+    }
+
+    private static void deleteTree(Path dir) throws IOException {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted((a, b) -> b.getNameCount() - a.getNameCount()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+}
