@@ -24,7 +24,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -42,8 +41,10 @@ import java.util.stream.Stream;
  */
 final class DemoCommand {
     private static final String ENDPOINT = "mstar-shm-demo";
-    private static final long[] SIZES = {4 << 10, 64 << 10, 1 << 20, 16 << 20};
-    private static final int WINDOW = 16;
+    static final long[] SIZES = {4 << 10, 64 << 10, 1 << 20, 16 << 20};
+    private static final int WINDOW = 64;
+    /** Tensors per send (one request), as far as 16 MiB of source allows. */
+    private static final int BATCH = 8;
 
     private DemoCommand() {
     }
@@ -59,56 +60,67 @@ final class DemoCommand {
         }
         TransportConfig config = TransportConfig.fromEnvironment();
         Path dir = Files.createTempDirectory(config.shmDir(), "mstar-demo-");
-        out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB window=%d seconds-per-size=%.1f%n", dir, WINDOW, secondsPerSize);
-        Map<String, Map<Long, String[]>> rows = new LinkedHashMap<>();
-        String stats = null;
+        out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB batch=%d window=%d seconds-per-size=%.1f%n", dir, BATCH,
+            WINDOW, secondsPerSize);
+        Map<Long, double[]> arena;
+        Map<Long, double[]> file;
+        String[] stats = new String[1];
         try {
-            for (String mode : List.of("arena", "file")) {
-                Process consumer = child("demo-consumer", dir.toString(), mode);
-                Process producer = child("demo-producer", dir.toString(), mode, Double.toString(secondsPerSize));
-                Map<Long, String[]> byMode = new HashMap<>();
-                try (BufferedReader lines = new BufferedReader(new InputStreamReader(producer.getInputStream()))) {
-                    for (String line; (line = lines.readLine()) != null; ) {
-                        if (line.startsWith("ROW ")) {
-                            String[] f = line.substring(4).split(" ");
-                            byMode.put(Long.parseLong(f[0]), f);
-                        } else if (line.startsWith("STATS ")) {
-                            if (mode.equals("arena")) {
-                                stats = line.substring(6);
-                            }
-                        } else {
-                            out.println("  [" + mode + "] " + line);
-                        }
-                    }
-                }
-                boolean producerOk = producer.waitFor(120, TimeUnit.SECONDS) && producer.exitValue() == 0;
-                boolean consumerOk = consumer.waitFor(30, TimeUnit.SECONDS) && consumer.exitValue() == 0;
-                consumer.destroyForcibly();
-                if (!producerOk || !consumerOk) {
-                    out.println("demo failed: producerOk=" + producerOk + " consumerOk=" + consumerOk + " ("
-                        + new String(consumer.getInputStream().readAllBytes()).trim() + ")");
-                    return 1;
-                }
-                rows.put(mode, byMode);
-            }
+            arena = round(dir, "arena", secondsPerSize, out, stats);
+            file = round(dir, "file", secondsPerSize, out, new String[1]);
         } finally {
             deleteTree(dir);
         }
+        if (arena == null || file == null) {
+            return 1;
+        }
         out.println();
-        out.printf("%-8s | %-40s | %-40s | %s%n", "size", "arena: tensors/s  GB/s  p50 us  p99 us",
-            "file: tensors/s  GB/s  p50 us  p99 us", "arena/file tensors/s");
+        out.printf("%-6s | %-36s | %-36s | %s%n", "size", "arena: tensors/s   GB/s  p50 us  p99 us",
+            "file: tensors/s   GB/s  p50 us  p99 us", "arena/file tensors/s");
         for (long size : SIZES) {
-            String[] a = rows.get("arena").get(size);
-            String[] f = rows.get("file").get(size);
-            out.printf("%-8s | %11s %6s %7s %7s%7s | %11s %6s %7s %7s%7s | %.1fx%n", human(size),
-                a[1], a[2], a[3], a[4], "", f[1], f[2], f[3], f[4], "", Double.parseDouble(a[1]) / Double.parseDouble(f[1]));
+            double[] a = arena.get(size);
+            double[] f = file.get(size);
+            out.printf("%-6s | %10.0f %7.2f %7.0f %7.0f   | %10.0f %7.2f %7.0f %7.0f   | %.1fx%n", human(size),
+                a[0], a[1], a[2], a[3], f[0], f[1], f[2], f[3], a[0] / f[0]);
         }
         out.println();
-        out.println("arena producer stats: " + stats);
-        try (Stream<Path> left = Files.exists(dir) ? Files.list(dir) : Stream.empty()) {
-            out.println("files left behind: " + left.count());
-        }
+        out.println("arena producer stats: " + stats[0]);
+        out.println("files left behind: " + (Files.exists(dir) ? "directory still there" : 0));
         return 0;
+    }
+
+    /**
+     * One consumer and one producer process over {@code mode} ("arena" or "file") in {@code dir}; returns,
+     * per size, {tensors/s, GB/s, p50 us, p99 us}, or null when a process failed (said on {@code out}).
+     * The producer's final stats line lands in {@code statsOut[0]}.
+     */
+    static Map<Long, double[]> round(Path dir, String mode, double secondsPerSize, PrintStream out, String[] statsOut)
+        throws IOException, InterruptedException {
+        Process consumer = child("demo-consumer", dir.toString(), mode);
+        Process producer = child("demo-producer", dir.toString(), mode, Double.toString(secondsPerSize));
+        Map<Long, double[]> rows = new HashMap<>();
+        try (BufferedReader lines = new BufferedReader(new InputStreamReader(producer.getInputStream()))) {
+            for (String line; (line = lines.readLine()) != null; ) {
+                if (line.startsWith("ROW ")) {
+                    String[] f = line.substring(4).split(" ");
+                    rows.put(Long.parseLong(f[0]), new double[] {Double.parseDouble(f[1]), Double.parseDouble(f[2]),
+                        Double.parseDouble(f[3]), Double.parseDouble(f[4])});
+                } else if (line.startsWith("STATS ")) {
+                    statsOut[0] = line.substring(6);
+                } else {
+                    out.println("  [" + mode + "] " + line);
+                }
+            }
+        }
+        boolean producerOk = producer.waitFor(120, TimeUnit.SECONDS) && producer.exitValue() == 0;
+        boolean consumerOk = consumer.waitFor(30, TimeUnit.SECONDS) && consumer.exitValue() == 0;
+        consumer.destroyForcibly();
+        producer.destroyForcibly();
+        if (!producerOk || !consumerOk) {
+            out.println("demo round failed: mode=" + mode + " producerOk=" + producerOk + " consumerOk=" + consumerOk);
+            return null;
+        }
+        return rows;
     }
 
     private static Process child(String... args) throws IOException {
@@ -220,23 +232,38 @@ final class DemoCommand {
             MemorySegment source = scratch.allocate(SIZES[SIZES.length - 1], 4096);
             source.fill((byte) 0x5A);
             long stamp = 0;
-            for (long size : SIZES) {
+            // Warm-up: every size once, unmeasured, so the JIT has compiled the path before the first row.
+            long[] schedule = new long[2 * SIZES.length];
+            for (int i = 0; i < schedule.length; i++) {
+                schedule[i] = SIZES[i % SIZES.length];
+            }
+            for (int phase = 0; phase < schedule.length; phase++) {
+                long size = schedule[phase];
+                boolean measured = phase >= SIZES.length;
+                long phaseNs = measured ? durationNs : durationNs / 4;
                 latencyCount.set(0);
                 long start = System.nanoTime();
                 long sent = 0;
                 long nextProgress = start + 500_000_000L;
-                while (System.nanoTime() - start < durationNs) {
-                    window.acquire();
+                int batchSize = (int) Math.max(1, Math.min(BATCH, SIZES[SIZES.length - 1] / size));
+                while (System.nanoTime() - start < phaseNs) {
+                    window.acquire(batchSize);
                     stamp++;
-                    MemorySegment data = source.asSlice(0, size);
-                    data.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, stamp);
-                    data.set(ValueLayout.JAVA_LONG_UNALIGNED, size - 8, ~stamp);
+                    List<Tensor> batch = new ArrayList<>(batchSize);
+                    for (int i = 0; i < batchSize; i++) {
+                        MemorySegment data = source.asSlice(i * size, size);
+                        data.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, stamp);
+                        data.set(ValueLayout.JAVA_LONG_UNALIGNED, size - 8, ~stamp);
+                        batch.add(Tensor.of(DType.U8, data, size));
+                    }
                     long t0 = System.nanoTime();
-                    List<TensorDescriptor> d = transport.send(Long.toString(stamp), List.of(Tensor.of(DType.U8, data, size)));
-                    sentAt.put(d.getFirst().uuid(), t0);
+                    List<TensorDescriptor> d = transport.send(Long.toString(stamp), batch);
+                    for (TensorDescriptor sentOne : d) {
+                        sentAt.put(sentOne.uuid(), t0);
+                    }
                     mailbox.sendDescriptors("consumer", d);
-                    sent++;
-                    if (System.nanoTime() > nextProgress) {
+                    sent += batchSize;
+                    if (measured && System.nanoTime() > nextProgress) {
                         System.out.printf("%s %-6s %8d tensors %6.2f s%n", mode, human(size), sent, (System.nanoTime() - start) / 1e9);
                         nextProgress += 500_000_000L;
                     }
@@ -244,10 +271,13 @@ final class DemoCommand {
                 window.acquire(WINDOW); // every tensor of this size ACKed
                 double seconds = (System.nanoTime() - start) / 1e9;
                 window.release(WINDOW);
+                if (!measured) {
+                    continue;
+                }
                 int n = (int) Math.min(latencyCount.get(), latencies.length);
                 long[] sorted = Arrays.copyOf(latencies, n);
                 Arrays.sort(sorted);
-                System.out.printf("ROW %d %.0f %.2f %.0f %.0f%n", size, sent / seconds, sent * size / seconds / 1e9,
+                System.out.printf(java.util.Locale.ROOT, "ROW %d %.0f %.2f %.0f %.0f%n", size, sent / seconds, sent * size / seconds / 1e9,
                     sorted[n / 2] / 1e3, sorted[Math.min(n - 1, (int) (n * 0.99))] / 1e3);
             }
             mailbox.sendDescriptors("consumer", List.of(new TensorDescriptor(new UUID(0, 0), "end", "producer", DType.U8,
