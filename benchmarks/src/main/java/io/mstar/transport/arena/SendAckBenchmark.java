@@ -1,0 +1,73 @@
+package io.mstar.transport.arena;
+
+import io.mstar.transport.DType;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.lifecycle.Namespace;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The producer's steady-state path in one process: send one tensor into the arena, then ACK it. Run with
+ * {@code -prof gc} to see the bytes allocated per tensor ({@code gc.alloc.rate.norm}).
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(1)
+public class SendAckBenchmark {
+    @Param({"4096"})
+    public int bytes;
+
+    private Arena scratch;
+    private Path dir;
+    private ArenaTransport transport;
+    private List<Tensor> tensor;
+
+    @Setup(Level.Trial)
+    public void setUp() throws IOException {
+        scratch = Arena.ofShared();
+        MemorySegment data = scratch.allocate(bytes, 4096);
+        tensor = List.of(Tensor.of(DType.U8, data, bytes));
+        dir = Files.createTempDirectory(Path.of("/dev/shm"), "mstar-bench-");
+        TransportConfig config = TransportConfig.from(Map.of(TransportConfig.SHM_DIR, dir.toString())::get);
+        transport = new ArenaTransport(config, new SegmentedArena(dir, Namespace.of(null, "send-ack"), "bench", 64L << 20, 1), false);
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() throws IOException {
+        transport.close();
+        Files.delete(dir);
+        scratch.close();
+    }
+
+    @Benchmark
+    public TensorDescriptor sendThenAck() {
+        TensorDescriptor d = transport.send("request", tensor).getFirst();
+        transport.ack(List.of(d.uuid()));
+        return d;
+    }
+}
