@@ -28,6 +28,7 @@ import java.util.function.Function;
  * @param statsInterval     {@value #STATS_INTERVAL_S}: period of the stats log line when stats logging is on
  * @param shmDir            {@value #SHM_DIR}: where segments, spill files and lock files live
  * @param deploymentToken   {@value #DEPLOYMENT_TOKEN}: per-launch token mixed into the namespace, or null
+ * @param cudartPath        {@value #CUDART}: the CUDA runtime library to load, or null to search for it
  */
 public record TransportConfig(
     Mode mode,
@@ -41,7 +42,8 @@ public record TransportConfig(
     Duration slotTtl,
     Duration statsInterval,
     Path shmDir,
-    String deploymentToken) {
+    String deploymentToken,
+    String cudartPath) {
 
     public static final String ARENA = "MSTAR_SHM_ARENA";
     public static final String SEGMENT_MB = "MSTAR_SHM_ARENA_SEGMENT_MB";
@@ -55,6 +57,7 @@ public record TransportConfig(
     public static final String STATS_INTERVAL_S = "MSTAR_SHM_ARENA_STATS_INTERVAL_S";
     public static final String SHM_DIR = "MSTAR_SHM_DIR";
     public static final String DEPLOYMENT_TOKEN = "MSTAR_DEPLOYMENT_TOKEN";
+    public static final String CUDART = "MSTAR_CUDART";
 
     /** Largest accepted segment: the allocator indexes 256-byte granules with {@code int}s. */
     public static final int MAX_SEGMENT_MB = 65536;
@@ -101,7 +104,8 @@ public record TransportConfig(
             r.seconds(SLOT_TTL_S, "0", true),
             r.seconds(STATS_INTERVAL_S, "60", false),
             r.directory(SHM_DIR, "/dev/shm"),
-            r.text(DEPLOYMENT_TOKEN));
+            r.text(DEPLOYMENT_TOKEN),
+            r.text(CUDART));
     }
 
     /** Bytes of one segment. */
@@ -133,6 +137,7 @@ public record TransportConfig(
         values.put(STATS_INTERVAL_S, seconds(statsInterval));
         values.put(SHM_DIR, shmDir.toString());
         values.put(DEPLOYMENT_TOKEN, deploymentToken == null ? "unset" : "set");
+        values.put(CUDART, cudartPath == null ? "search" : cudartPath);
         return values;
     }
 

@@ -34,6 +34,7 @@ class TransportConfigTest {
         assertEquals(Duration.ofSeconds(60), c.statsInterval());
         assertEquals(Path.of("/dev/shm"), c.shmDir());
         assertNull(c.deploymentToken());
+        assertNull(c.cudartPath());
         assertEquals(256L << 20, c.segmentBytes());
         assertEquals(32 * (256L << 20), c.ceilingBytes());
         assertEquals("unset", c.describe().get(TransportConfig.DEPLOYMENT_TOKEN));
@@ -63,7 +64,8 @@ class TransportConfigTest {
             Map.entry(TransportConfig.SLOT_TTL_S, "600"),
             Map.entry(TransportConfig.STATS_INTERVAL_S, "5"),
             Map.entry(TransportConfig.SHM_DIR, "/tmp/shm/../shm2"),
-            Map.entry(TransportConfig.DEPLOYMENT_TOKEN, "secret"))::get);
+            Map.entry(TransportConfig.DEPLOYMENT_TOKEN, "secret"),
+            Map.entry(TransportConfig.CUDART, "/opt/cuda/libcudart.so.13"))::get);
         assertEquals(64, c.segmentMb());
         assertEquals(8, c.maxSegments());
         assertEquals(Duration.ofMillis(2500), c.fullTimeout());
@@ -75,6 +77,7 @@ class TransportConfigTest {
         assertEquals(Duration.ofSeconds(5), c.statsInterval());
         assertEquals(Path.of("/tmp/shm2"), c.shmDir());
         assertEquals("secret", c.deploymentToken());
+        assertEquals("/opt/cuda/libcudart.so.13", c.cudartPath());
         assertEquals("set", c.describe().get(TransportConfig.DEPLOYMENT_TOKEN));
         assertEquals("2.5", c.describe().get(TransportConfig.FULL_TIMEOUT_S));
     }

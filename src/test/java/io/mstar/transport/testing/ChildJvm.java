@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /** A real child JVM running a test main class with this JVM's class path; its output goes to a file. */
@@ -18,11 +19,17 @@ public final class ChildJvm {
     }
 
     public static ChildJvm start(Class<?> main, String... args) throws IOException {
-        return start(true, main, args);
+        return start(true, Map.of(), main, args);
     }
 
     /** {@code mailboxFlag}: whether the child gets the export that the mailbox's Agrona buffers need. */
     public static ChildJvm start(boolean mailboxFlag, Class<?> main, String... args) throws IOException {
+        return start(mailboxFlag, Map.of(), main, args);
+    }
+
+    /** As above, with environment variables set (or replaced) for the child. */
+    public static ChildJvm start(boolean mailboxFlag, Map<String, String> env, Class<?> main, String... args)
+        throws IOException {
         String java = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
         List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx512m"));
         if (mailboxFlag) {
@@ -32,7 +39,9 @@ public final class ChildJvm {
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(List.of(args));
         Path log = Files.createTempFile("mstar-child-", ".log");
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+        builder.environment().putAll(env);
+        Process process = builder.start();
         return new ChildJvm(process, log);
     }
 
