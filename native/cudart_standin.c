@@ -55,10 +55,12 @@ typedef struct stream {
 static volatile long copy_delay_us = 0;
 static volatile long copies_started = 0;
 static volatile long copies_done = 0;
+static volatile long event_syncs = 0;
 
 void mstarStandinSetCopyDelayUs(long us) { copy_delay_us = us; }
 long mstarStandinCopiesDone(void) { return __atomic_load_n(&copies_done, __ATOMIC_SEQ_CST); }
 long mstarStandinCopiesStarted(void) { return __atomic_load_n(&copies_started, __ATOMIC_SEQ_CST); }
+long mstarStandinEventSyncs(void) { return __atomic_load_n(&event_syncs, __ATOMIC_SEQ_CST); }
 
 static void sleep_us(long us) {
     if (us > 0) {
@@ -195,19 +197,24 @@ cudaError_t cudaEventQuery(void *event) {
     return pending ? cudaErrorNotReady : cudaSuccess;
 }
 
-cudaError_t cudaEventSynchronize(void *event) {
-    event_t *e = event;
+static void wait_event(event_t *e) {
     pthread_mutex_lock(&e->lock);
     while (e->pending) {
         pthread_cond_wait(&e->done, &e->lock);
     }
     pthread_mutex_unlock(&e->lock);
+}
+
+/* Counted: tests check that a batch send waits once. */
+cudaError_t cudaEventSynchronize(void *event) {
+    __atomic_add_fetch(&event_syncs, 1, __ATOMIC_SEQ_CST);
+    wait_event(event);
     return cudaSuccess;
 }
 
 cudaError_t cudaEventDestroy(void *event) {
     event_t *e = event;
-    cudaEventSynchronize(e);
+    wait_event(e); /* the stand-in frees the event, so it must not be pending */
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->done);
     free(e);

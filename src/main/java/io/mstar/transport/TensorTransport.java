@@ -56,6 +56,29 @@ public interface TensorTransport extends AutoCloseable {
         }
     }
 
+    /**
+     * Sends tensors that live in GPU memory: their device-to-host copies run on the transport's copy
+     * stream straight into the reserved slots, with one host wait for the whole batch, and the
+     * descriptors are returned only after every copy has landed. A failure frees the batch's slots.
+     *
+     * @throws IllegalStateException when CUDA is not usable here (the message gives the probe's reason),
+     *                               or the transport does not support device tensors
+     */
+    default List<TensorDescriptor> sendFromDevice(String requestId, List<DeviceTensor> tensors) {
+        throw new IllegalStateException("device tensors need the arena transport (" + TransportConfig.ARENA + "=1)");
+    }
+
+    /**
+     * Copies a received tensor into device memory on the copy stream. The future completes when the copy
+     * has landed; ACK the tensor only then, since the producer reuses the slot after the ACK.
+     *
+     * @throws IllegalStateException when CUDA is not usable here, with the probe's reason
+     */
+    default java.util.concurrent.CompletableFuture<TensorDescriptor> copyToDevice(TensorDescriptor descriptor,
+                                                                                long devicePointer) {
+        throw new IllegalStateException("device tensors need the arena transport (" + TransportConfig.ARENA + "=1)");
+    }
+
     /** Producer side: the consumer is done with these tensors. Unknown or repeated uuids are counted and ignored. */
     void ack(Collection<UUID> uuids);
 

@@ -17,6 +17,9 @@ package io.mstar.transport;
  * @param ttlReclaims        slots reclaimed because no ACK came within {@code MSTAR_SHM_ARENA_SLOT_TTL_S}
  * @param tensorsReceived    tensors opened or copied by this process as a consumer
  * @param mappedPeerSegments peer segments mapped now
+ * @param pinnedBytes        bytes of mapped segments registered with CUDA
+ * @param pinnedSegments     segments registered with CUDA
+ * @param cuda               {@code ok}, {@code not used yet}, or why CUDA is not usable
  */
 public record TransportStats(
     String transport,
@@ -32,7 +35,10 @@ public record TransportStats(
     long unknownAcks,
     long ttlReclaims,
     long tensorsReceived,
-    int mappedPeerSegments) {
+    int mappedPeerSegments,
+    long pinnedBytes,
+    int pinnedSegments,
+    String cuda) {
 
     /** One {@code key=value} line for logs. */
     public String toLogLine() {
@@ -41,6 +47,7 @@ public record TransportStats(
             + " backpressureWaits=" + backpressureWaits + " backpressureWaitMs=" + backpressureWaitNs / 1_000_000
             + " acks=" + acks + " unknownAcks=" + unknownAcks + " ttlReclaims=" + ttlReclaims
             + " tensorsReceived=" + tensorsReceived + " mappedPeerSegments=" + mappedPeerSegments
+            + " pinnedBytes=" + pinnedBytes + " pinnedSegments=" + pinnedSegments + " cuda=\"" + cuda + "\""
             + (arena == null ? "" : " " + arena.toLogLine());
     }
 }

@@ -1,6 +1,7 @@
 package io.mstar.transport.arena;
 
 import io.mstar.transport.CapacityException;
+import io.mstar.transport.DeviceTensor;
 import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
@@ -8,18 +9,26 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
+import io.mstar.transport.cuda.CopyEngine;
+import io.mstar.transport.cuda.CudaProbe;
+import io.mstar.transport.cuda.CudaStatus;
+import io.mstar.transport.cuda.PinnedSegments;
 import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.shm.MappedSegment;
+import io.mstar.transport.shm.MappingListener;
 import io.mstar.transport.shm.PeerSegments;
 import io.mstar.transport.spill.FileTransport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -44,6 +53,11 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <h2>Consumer side</h2>
  * Peer segments are mapped once and cached ({@link PeerSegments}); views are read-only slices.
+ *
+ * <h2>Device tensors</h2>
+ * The first device call probes CUDA; when it is usable the transport creates its copy stream and, with
+ * {@code MSTAR_SHM_ARENA_PIN=1}, registers every mapped segment (own and peers', now and later) within
+ * the pin budget, unregistering each before it is unmapped.
  */
 public final class ArenaTransport implements TensorTransport {
     private static final Logger LOG = LoggerFactory.getLogger(ArenaTransport.class);
@@ -57,6 +71,10 @@ public final class ArenaTransport implements TensorTransport {
     private final ReentrantLock ackLock = new ReentrantLock();
     private final Condition acked = ackLock.newCondition();
     private final ScheduledExecutorService maintenance;
+    private volatile MappingListener pins = MappingListener.NONE;
+    private CudaStatus cudaStatus;   // guarded by this; null until the first device call
+    private CopyEngine copyEngine;   // guarded by this
+    private PinnedSegments pinned;   // guarded by this
 
     private final AtomicLong tensorsSent = new AtomicLong();
     private final AtomicLong bytesSent = new AtomicLong();
@@ -88,7 +106,17 @@ public final class ArenaTransport implements TensorTransport {
         this.arena = arena;
         this.entity = arena.entity();
         this.spill = new FileTransport(arena.directory(), arena.namespace(), arena.entity());
-        this.peers = new PeerSegments(arena.directory());
+        this.peers = new PeerSegments(arena.directory(), new MappingListener() {
+            @Override
+            public void mapped(MappedSegment segment) {
+                pins.mapped(segment);
+            }
+
+            @Override
+            public void unmapping(MappedSegment segment) {
+                pins.unmapping(segment);
+            }
+        });
         boolean ttl = !config.slotTtl().isZero();
         if (logStats || ttl) {
             maintenance = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -203,6 +231,126 @@ public final class ArenaTransport implements TensorTransport {
     }
 
     @Override
+    public List<TensorDescriptor> sendFromDevice(String requestId, List<DeviceTensor> tensors) {
+        checkOpen();
+        CopyEngine engine = copyEngine();
+        int n = tensors.size();
+        List<UUID> uuids = new ArrayList<>(n);
+        long[] slots = new long[n];
+        long[] hosts = new long[n];
+        long[] devices = new long[n];
+        long[] bytes = new long[n];
+        boolean ok = false;
+        try {
+            for (int i = 0; i < n; i++) {
+                DeviceTensor t = tensors.get(i);
+                UUID uuid = FileTransport.newUuid();
+                uuids.add(uuid);
+                bytes[i] = t.nbytes();
+                devices[i] = t.devicePointer();
+                slots[i] = reserve(bytes[i]);
+                if (slots[i] != SegmentedArena.FULL) {
+                    inFlight.put(uuid, new InFlight(slots[i], bytes[i], System.nanoTime()));
+                    hosts[i] = arena.slotAddress(slots[i]);
+                }
+            }
+            engine.deviceToHost(pick(hosts, slots, true), pick(devices, slots, true), pick(bytes, slots, true));
+            List<TensorDescriptor> sent = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                DeviceTensor t = tensors.get(i);
+                if (slots[i] == SegmentedArena.FULL) {
+                    sent.add(spillFromDevice(engine, requestId, t, uuids.get(i)));
+                } else {
+                    count(bytes[i]);
+                    sent.add(new TensorDescriptor(uuids.get(i), requestId, entity, t.dtype(), t.shape(), bytes[i],
+                        Placement.ARENA, arena.segmentName(slots[i]), SegmentedArena.offset(slots[i])));
+                }
+            }
+            ok = true;
+            return sent;
+        } finally {
+            if (!ok) {
+                uuids.forEach(this::releaseTensor);
+            }
+        }
+    }
+
+    // The entries of `values` whose slot is (or is not) in the arena.
+    private static long[] pick(long[] values, long[] slots, boolean inArena) {
+        int count = 0;
+        for (long slot : slots) {
+            count += (slot != SegmentedArena.FULL) == inArena ? 1 : 0;
+        }
+        long[] picked = new long[count];
+        for (int i = 0, j = 0; i < slots.length; i++) {
+            if ((slots[i] != SegmentedArena.FULL) == inArena) {
+                picked[j++] = values[i];
+            }
+        }
+        return picked;
+    }
+
+    // The spill path of a device tensor: staged through host memory, then written to its file.
+    private TensorDescriptor spillFromDevice(CopyEngine engine, String requestId, DeviceTensor t, UUID uuid) {
+        try (Arena staging = Arena.ofConfined()) {
+            MemorySegment host = staging.allocate(Math.max(1, t.nbytes()), 4096).asSlice(0, t.nbytes());
+            engine.deviceToHost(new long[] {host.address()}, new long[] {t.devicePointer()}, new long[] {t.nbytes()});
+            TensorDescriptor d = spill.write(requestId, new Tensor(t.dtype(), t.shape(), host), uuid);
+            spills.incrementAndGet();
+            spillBytes.addAndGet(t.nbytes());
+            count(t.nbytes());
+            return d;
+        }
+    }
+
+    @Override
+    public CompletableFuture<TensorDescriptor> copyToDevice(TensorDescriptor d, long devicePointer) {
+        checkOpen();
+        CopyEngine engine = copyEngine();
+        ReceivedTensor view = receive(d);
+        try {
+            MemorySegment data = view.data();
+            if (!data.isNative()) {
+                // A spill file read into the heap: stage it in native memory and copy synchronously.
+                try (Arena staging = Arena.ofConfined()) {
+                    MemorySegment host = staging.allocate(Math.max(1, d.nbytes()), 4096);
+                    MemorySegment.copy(data, 0, host, 0, d.nbytes());
+                    engine.hostToDevice(devicePointer, host.address(), d.nbytes()).join();
+                }
+                view.close();
+                return CompletableFuture.completedFuture(d);
+            }
+            // The view holds the mapping until the copy's event completed.
+            return engine.hostToDevice(devicePointer, data.address(), d.nbytes())
+                .whenComplete((ignored, failure) -> view.close())
+                .thenApply(ignored -> d);
+        } catch (RuntimeException e) {
+            view.close();
+            throw e;
+        }
+    }
+
+    // Probes CUDA on the first device call; afterwards the copy stream, or the probe's reason as an exception.
+    private synchronized CopyEngine copyEngine() {
+        if (cudaStatus == null) {
+            cudaStatus = CudaProbe.probe(config);
+            if (cudaStatus.usable()) {
+                copyEngine = new CopyEngine(cudaStatus.runtime());
+                if (config.pin()) {
+                    pinned = new PinnedSegments(cudaStatus.runtime(), config.pinMaxMb() << 20);
+                    pins = pinned;
+                    arena.mappingListener(pinned);
+                    peers.notifyMapped(pinned);
+                }
+            }
+        }
+        if (copyEngine == null) {
+            throw new IllegalStateException("device tensors need a usable CUDA runtime: " + cudaStatus.reason());
+        }
+        return copyEngine;
+    }
+
+    @Override
     public void ack(Collection<UUID> uuids) {
         boolean freed = false;
         for (UUID uuid : uuids) {
@@ -271,7 +419,20 @@ public final class ArenaTransport implements TensorTransport {
     public TransportStats statsSummary() {
         return new TransportStats("arena", arena.stats(), tensorsSent.get(), bytesSent.get(),
             inFlight.size() + spill.inFlight(), spills.get(), spillBytes.get(), waits.get(), waitNs.get(), acks.get(),
-            unknownAcks.get(), ttlReclaims.get(), tensorsReceived.get(), peers.mapped());
+            unknownAcks.get(), ttlReclaims.get(), tensorsReceived.get(), peers.mapped(), pinnedBytes(), pinnedSegments(),
+            cudaSummary());
+    }
+
+    private synchronized long pinnedBytes() {
+        return pinned == null ? 0 : pinned.pinnedBytes();
+    }
+
+    private synchronized int pinnedSegments() {
+        return pinned == null ? 0 : pinned.pinnedSegments();
+    }
+
+    private synchronized String cudaSummary() {
+        return cudaStatus == null ? "not used yet" : cudaStatus.reason();
     }
 
     @Override
@@ -290,6 +451,11 @@ public final class ArenaTransport implements TensorTransport {
             maintenance.shutdownNow();
         }
         try {
+            synchronized (this) {
+                if (copyEngine != null) {
+                    copyEngine.close(); // every pending copy lands before the mappings go
+                }
+            }
             spill.close();
         } finally {
             try {

@@ -8,6 +8,7 @@ import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
+import io.mstar.transport.shm.MappingListener;
 import io.mstar.transport.shm.ShmFullException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -78,6 +79,7 @@ public final class SegmentedArena implements AutoCloseable {
     private int nextIndex;
     private boolean closed;
     private boolean shmFullWarned;
+    private MappingListener listener = MappingListener.NONE;
 
     private long reserves;
     private long frees;
@@ -233,6 +235,28 @@ public final class SegmentedArena implements AutoCloseable {
         return segments[p].name();
     }
 
+    /**
+     * Tells {@code listener} of every segment mapped now and later, and before each is unmapped (the CUDA
+     * pinning hooks in here).
+     */
+    public synchronized void mappingListener(MappingListener listener) {
+        this.listener = listener;
+        for (int p = 0; p < positionsInUse; p++) {
+            if (segments[p] != null) {
+                listener.mapped(segments[p]);
+            }
+        }
+    }
+
+    /** The address of a live slot's first byte, for native copies (the mapping never moves). */
+    public synchronized long slotAddress(long slot) {
+        int p = livePosition(slot);
+        if (p < 0) {
+            throw new IllegalArgumentException("not a slot of a live segment: slot=0x" + Long.toHexString(slot));
+        }
+        return segments[p].memory().address() + offset(slot);
+    }
+
     /** The byte offset of a slot inside its segment. */
     public static long offset(long slot) {
         return slot & OFFSET_MASK;
@@ -345,6 +369,7 @@ public final class SegmentedArena implements AutoCloseable {
         generations[p] = (generations[p] + 1) & GENERATION_MASK;
         positionsInUse = Math.max(positionsInUse, p + 1);
         segmentCount++;
+        listener.mapped(segment);
         LOG.debug("arena grew: segment={}, sizeBytes={}, dedicated={}, segments={}",
             segment.name(), bytes, dedicatedSegment, segmentCount);
         return p;
@@ -371,7 +396,11 @@ public final class SegmentedArena implements AutoCloseable {
         allocators[p] = null;
         dedicated[p] = false;
         segmentCount--;
-        segment.close();
+        try {
+            listener.unmapping(segment);
+        } finally {
+            segment.close();
+        }
     }
 
     private int livePosition(long slot) {

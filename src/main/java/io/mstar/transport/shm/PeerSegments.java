@@ -19,6 +19,7 @@ public final class PeerSegments implements AutoCloseable {
     private static final long SWEEP_INTERVAL_NS = 1_000_000_000L;
 
     private final Path dir;
+    private final MappingListener listener;
     private final Map<String, Peer> peers = new HashMap<>();
     private long nextSweepNs = System.nanoTime() + SWEEP_INTERVAL_NS;
     private boolean closed;
@@ -32,8 +33,9 @@ public final class PeerSegments implements AutoCloseable {
         }
     }
 
-    public PeerSegments(Path dir) {
+    public PeerSegments(Path dir, MappingListener listener) {
         this.dir = dir;
+        this.listener = listener;
     }
 
     /**
@@ -55,6 +57,7 @@ public final class PeerSegments implements AutoCloseable {
         if (peer == null) {
             peer = new Peer(MappedSegment.openPeer(dir, d.fileName(), end));
             peers.put(d.fileName(), peer);
+            listener.mapped(peer.segment);
         }
         if (end > peer.segment.sizeBytes()) {
             throw new SegmentAccessException("tensor lies outside its segment: segment=" + d.fileName()
@@ -75,12 +78,17 @@ public final class PeerSegments implements AutoCloseable {
         for (Iterator<Map.Entry<String, Peer>> it = peers.entrySet().iterator(); it.hasNext(); ) {
             Map.Entry<String, Peer> e = it.next();
             if (e.getValue().readers == 0 && Files.notExists(dir.resolve(e.getKey()), LinkOption.NOFOLLOW_LINKS)) {
-                e.getValue().segment.unmap();
+                unmap(e.getValue());
                 it.remove();
                 dropped++;
             }
         }
         return dropped;
+    }
+
+    /** Tells {@code other} of every segment mapped now (pinning switched on after the first receives). */
+    public synchronized void notifyMapped(MappingListener other) {
+        peers.values().forEach(p -> other.mapped(p.segment));
     }
 
     /** Segments mapped now. */
@@ -92,7 +100,15 @@ public final class PeerSegments implements AutoCloseable {
     @Override
     public synchronized void close() {
         closed = true;
-        peers.values().forEach(p -> p.segment.unmap());
+        peers.values().forEach(this::unmap);
         peers.clear();
+    }
+
+    private void unmap(Peer peer) {
+        try {
+            listener.unmapping(peer.segment);
+        } finally {
+            peer.segment.unmap();
+        }
     }
 }

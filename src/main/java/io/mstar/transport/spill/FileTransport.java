@@ -175,7 +175,7 @@ public final class FileTransport implements TensorTransport {
     @Override
     public TransportStats statsSummary() {
         return new TransportStats("file", null, tensorsSent.get(), bytesSent.get(), owned.size(), 0, 0, 0, 0,
-            acks.get(), unknownAcks.get(), 0, tensorsReceived.get(), 0);
+            acks.get(), unknownAcks.get(), 0, tensorsReceived.get(), 0, 0, 0, "not used by the file transport");
     }
 
     @Override

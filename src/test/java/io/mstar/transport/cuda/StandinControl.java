@@ -14,4 +14,6 @@ public interface StandinControl extends Library {
     long mstarStandinCopiesStarted();
 
     long mstarStandinRegisteredRanges();
+
+    long mstarStandinEventSyncs();
 }
