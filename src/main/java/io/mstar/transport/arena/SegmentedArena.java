@@ -5,6 +5,7 @@ import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.NamespaceLock;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
@@ -70,6 +71,7 @@ public final class SegmentedArena implements AutoCloseable {
     private final long segmentBytes;
     private final int maxSegments;
 
+    private final NamespaceLock namespaceLock;
     private final MappedSegment[] segments;
     private final FirstFitAllocator[] allocators;
     private final boolean[] dedicated;
@@ -122,6 +124,7 @@ public final class SegmentedArena implements AutoCloseable {
         this.dedicated = new boolean[maxSegments];
         this.generations = new int[maxSegments];
         checkCeiling();
+        this.namespaceLock = NamespaceLock.acquire(dir, namespace);
     }
 
     private void checkCeiling() {
@@ -336,6 +339,7 @@ public final class SegmentedArena implements AutoCloseable {
                 }
             }
         }
+        namespaceLock.close(); // after the last segment file is gone
         if (failure != null) {
             throw failure;
         }

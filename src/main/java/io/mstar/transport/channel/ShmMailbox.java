@@ -8,6 +8,7 @@ import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.NamespaceLock;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.shm.MappedSegment;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -66,6 +67,7 @@ public final class ShmMailbox implements TensorChannel {
     private final Namespace namespace;
     private final String entity;
     private final MappedSegment file;
+    private final NamespaceLock namespaceLock;
     private final ManyToOneRingBuffer inbox;
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
     private final AtomicLong badMessages = new AtomicLong();
@@ -80,7 +82,8 @@ public final class ShmMailbox implements TensorChannel {
     private record Peer(MappedSegment file, ManyToOneRingBuffer ring) {
     }
 
-    private ShmMailbox(Path dir, Namespace namespace, String entity, MappedSegment file) {
+    private ShmMailbox(Path dir, Namespace namespace, String entity, MappedSegment file, NamespaceLock lock) {
+        this.namespaceLock = lock;
         this.dir = dir;
         this.namespace = namespace;
         this.entity = entity;
@@ -95,15 +98,20 @@ public final class ShmMailbox implements TensorChannel {
      */
     public static ShmMailbox open(Path dir, Namespace namespace, String entity) {
         checkAgronaAccess();
-        MappedSegment file = MappedSegment.create(dir, ShmNames.mailbox(namespace, entity), FILE_BYTES);
+        NamespaceLock lock = NamespaceLock.acquire(dir, namespace);
+        MappedSegment file = null;
         boolean ok = false;
         try {
-            ShmMailbox mailbox = new ShmMailbox(dir, namespace, entity, file);
+            file = MappedSegment.create(dir, ShmNames.mailbox(namespace, entity), FILE_BYTES);
+            ShmMailbox mailbox = new ShmMailbox(dir, namespace, entity, file, lock);
             ok = true;
             return mailbox;
         } finally {
             if (!ok) {
-                file.close();
+                if (file != null) {
+                    file.close();
+                }
+                lock.close();
             }
         }
     }
@@ -327,10 +335,17 @@ public final class ShmMailbox implements TensorChannel {
 
     /** Unmaps the peers' mailboxes and removes our own. Idempotent. */
     @Override
-    public void close() {
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
         closed = true;
         peers.values().forEach(p -> p.file.unmap());
         peers.clear();
-        file.close();
+        try {
+            file.close();
+        } finally {
+            namespaceLock.close(); // after our mailbox file is gone
+        }
     }
 }

@@ -50,7 +50,13 @@ public final class Posix {
     public static final int S_IFMT = 0xF000;
     public static final int S_IFREG = 0x8000;
 
+    public static final int LOCK_SH = 1;
+    public static final int LOCK_EX = 2;
+    public static final int LOCK_NB = 4;
+    public static final int LOCK_UN = 8;
+
     public static final int ENOENT = 2;
+    public static final int EWOULDBLOCK = 11;
     public static final int EEXIST = 17;
     public static final int ENOSPC = 28;
 
@@ -66,6 +72,7 @@ public final class Posix {
     private static final MethodHandle CLOSE = errnoCall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle UNLINK = errnoCall("unlink", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     private static final MethodHandle FSTAT = errnoCall("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+    private static final MethodHandle FLOCK = errnoCall("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle STATVFS = errnoCall("statvfs", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle MMAP = errnoCall("mmap",
         FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
@@ -86,6 +93,7 @@ public final class Posix {
     private static final long STAT_MODE_OFFSET = AARCH64 ? 16 : 24;
     private static final long STAT_UID_OFFSET = AARCH64 ? 24 : 28;
     private static final long STAT_SIZE_OFFSET = 48;
+    private static final long STAT_INO_OFFSET = 8;
 
     private static final Map<Integer, String> ERRNO_NAMES = Map.ofEntries(
         Map.entry(1, "EPERM"), Map.entry(2, "ENOENT"), Map.entry(4, "EINTR"), Map.entry(5, "EIO"),
@@ -96,7 +104,7 @@ public final class Posix {
         Map.entry(40, "ELOOP"), Map.entry(75, "EOVERFLOW"), Map.entry(95, "EOPNOTSUPP"), Map.entry(122, "EDQUOT"));
 
     /** What {@code fstat} says of an open file. */
-    public record FileStatus(int mode, int uid, long sizeBytes) {
+    public record FileStatus(int mode, int uid, long sizeBytes, long inode) {
         public boolean isRegularFile() {
             return (mode & S_IFMT) == S_IFREG;
         }
@@ -170,7 +178,29 @@ public final class Posix {
                 throw failure("fstat", state, path);
             }
             return new FileStatus(stat.get(JAVA_INT, STAT_MODE_OFFSET), stat.get(JAVA_INT, STAT_UID_OFFSET),
-                stat.get(JAVA_LONG, STAT_SIZE_OFFSET));
+                stat.get(JAVA_LONG, STAT_SIZE_OFFSET), stat.get(JAVA_LONG, STAT_INO_OFFSET));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code flock(fd, operation)}; with {@code LOCK_NB}, returns false when another holder prevents it.
+     * Interrupted waits are retried.
+     */
+    public static boolean flock(int fd, int operation, String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            while ((int) FLOCK.invokeExact(state, fd, operation) != 0) {
+                int errno = errno(state);
+                if (errno == EWOULDBLOCK && (operation & LOCK_NB) != 0) {
+                    return false;
+                }
+                if (errno != 4) { // EINTR: try again
+                    throw failure("flock", errno, path);
+                }
+            }
+            return true;
         } catch (Throwable t) {
             throw rethrow(t);
         }

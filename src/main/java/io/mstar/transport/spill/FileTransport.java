@@ -8,6 +8,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.NamespaceLock;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
@@ -52,12 +53,14 @@ public final class FileTransport implements TensorTransport {
     private final AtomicLong acks = new AtomicLong();
     private final AtomicLong unknownAcks = new AtomicLong();
     private final AtomicLong tensorsReceived = new AtomicLong();
+    private final NamespaceLock namespaceLock;
     private volatile boolean closed;
 
     public FileTransport(Path dir, Namespace namespace, String entity) {
         this.dir = dir;
         this.namespace = namespace;
         this.entity = ShmNames.checkEntity(entity);
+        this.namespaceLock = NamespaceLock.acquire(dir, namespace);
     }
 
     /** A random uuid for a tensor; ThreadLocalRandom avoids SecureRandom's cost and lock on the hot path. */
@@ -187,10 +190,17 @@ public final class FileTransport implements TensorTransport {
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
         closed = true;
-        unlinkOwnedFiles();
-        owned.clear();
+        try {
+            unlinkOwnedFiles();
+            owned.clear();
+        } finally {
+            namespaceLock.close(); // after the last file is gone
+        }
     }
 
     private void checkOpen() {

@@ -109,11 +109,11 @@ class CrossProcessTest {
         consumer.process().destroyForcibly().waitFor();
         producer.deleteLog();
         consumer.deleteLog();
-        // The killed consumer leaves its mailbox behind: that cleanup belongs to the next start or reclaim.
-        for (String left : ShmTestDir.list(shm.path())) {
-            assertTrue(left.contains("_mailbox_consumer"), left);
-            java.nio.file.Files.delete(shm.path().resolve(left));
-        }
+        // The killed consumer left its mailbox and the namespace's lock file: reclaim removes both.
+        List<String> left = ShmTestDir.list(shm.path());
+        assertEquals(2, left.size(), left.toString());
+        assertEquals(left, io.mstar.transport.lifecycle.Reclaimer.reclaimDead(shm.path()).stream().sorted().toList());
+        assertEquals(List.of(), ShmTestDir.list(shm.path()));
     }
 
     @Test

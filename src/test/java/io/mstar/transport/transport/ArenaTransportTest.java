@@ -141,7 +141,7 @@ class ArenaTransportTest {
             }
             assertEquals(1, consumer.statsSummary().mappedPeerSegments());
             producer.ack(List.of(d.uuid()));
-            assertEquals(List.of(), ShmTestDir.list(shm.path()), "the dedicated segment is unlinked on the ACK");
+            assertEquals(List.of(), ShmTestDir.listData(shm.path()), "the dedicated segment is unlinked on the ACK");
             Thread.sleep(1100);
             Tensor small = randomTensor(r, DType.U8, 10);
             TensorDescriptor next = producer.send("r", List.of(small)).getFirst();
