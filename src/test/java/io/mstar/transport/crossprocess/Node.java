@@ -34,6 +34,8 @@ import java.util.zip.CRC32C;
  *   consumer DIR ENDPOINT ENTITY EXPECTED_TENSORS DELAY_MS_PER_BATCH
  *   producer DIR ENDPOINT ENTITY CONSUMERS(a,b) TENSORS SEED MAX_MB [KEY=VALUE environment overrides...]
  * </pre>
+ * A consumer expecting -1 tensors runs until the file {@code DIR/../stop-ENTITY} appears; a producer stops
+ * waiting for ACKs when {@code DIR/../stop-ENTITY} appears.
  */
 public final class Node {
     private Node() {
@@ -102,14 +104,16 @@ public final class Node {
                 }
             };
             long deadline = System.nanoTime() + 300_000_000_000L;
-            while (received.get() < expected && System.nanoTime() < deadline) {
-                mailbox.receive(listener, Duration.ofMillis(100));
+            java.nio.file.Path stop = stopFile(args[1], entity);
+            while ((expected < 0 ? !java.nio.file.Files.exists(stop) : received.get() < expected)
+                && System.nanoTime() < deadline) {
+                mailbox.receive(listener, Duration.ofMillis(20));
             }
             TransportStats stats = transport.statsSummary();
             System.out.println("RESULT received=" + received + " corrupted=" + corrupted + " failed=" + failed
                 + " mappedPeers=" + stats.mappedPeerSegments());
         }
-        return received.get() == expected && corrupted.get() == 0 && failed.get() == 0 ? 0 : 1;
+        return (expected < 0 || received.get() == expected) && corrupted.get() == 0 && failed.get() == 0 ? 0 : 1;
     }
 
     private static int producer(String[] args) throws Exception {
@@ -175,7 +179,9 @@ public final class Node {
                 return 3;
             }
             long deadline = System.nanoTime() + 300_000_000_000L;
-            while (transport.statsSummary().inFlight() > 0 && System.nanoTime() < deadline) {
+            java.nio.file.Path stop = stopFile(args[1], entity);
+            while (transport.statsSummary().inFlight() > 0 && System.nanoTime() < deadline
+                && !java.nio.file.Files.exists(stop)) {
                 Thread.sleep(10);
             }
             acker.interrupt();
@@ -186,6 +192,11 @@ public final class Node {
             System.out.println("STATS " + stats.toLogLine());
             return stats.inFlight() == 0 && stats.arena().liveSlots() == 0 ? 0 : 1;
         }
+    }
+
+    /** The file whose appearance tells {@code entity} to stop, beside the shared-memory directory. */
+    static java.nio.file.Path stopFile(String dir, String entity) {
+        return java.nio.file.Path.of(dir).resolveSibling(java.nio.file.Path.of(dir).getFileName() + "-stop-" + entity);
     }
 
     /** How many tensors each of {@code consumers} gets from a producer with this seed (batches go round-robin). */
