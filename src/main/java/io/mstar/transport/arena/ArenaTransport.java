@@ -14,6 +14,7 @@ import io.mstar.transport.cuda.CudaProbe;
 import io.mstar.transport.cuda.CudaStatus;
 import io.mstar.transport.cuda.PinnedSegments;
 import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.shm.MappingListener;
 import io.mstar.transport.shm.PeerSegments;
@@ -117,6 +118,7 @@ public final class ArenaTransport implements TensorTransport {
                 pins.unmapping(segment);
             }
         });
+        ShutdownCleanup.register(this);
         boolean ttl = !config.slotTtl().isZero();
         if (logStats || ttl) {
             maintenance = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -447,6 +449,7 @@ public final class ArenaTransport implements TensorTransport {
             return;
         }
         closed = true;
+        ShutdownCleanup.unregister(this);
         if (maintenance != null) {
             maintenance.shutdownNow();
         }

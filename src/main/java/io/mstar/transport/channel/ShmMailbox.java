@@ -9,6 +9,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.NamespaceLock;
+import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.shm.MappedSegment;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -104,6 +105,7 @@ public final class ShmMailbox implements TensorChannel {
         try {
             file = MappedSegment.create(dir, ShmNames.mailbox(namespace, entity), FILE_BYTES);
             ShmMailbox mailbox = new ShmMailbox(dir, namespace, entity, file, lock);
+            ShutdownCleanup.register(mailbox);
             ok = true;
             return mailbox;
         } finally {
@@ -340,6 +342,7 @@ public final class ShmMailbox implements TensorChannel {
             return;
         }
         closed = true;
+        ShutdownCleanup.unregister(this);
         peers.values().forEach(p -> p.file.unmap());
         peers.clear();
         try {

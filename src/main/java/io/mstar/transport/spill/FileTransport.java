@@ -9,6 +9,7 @@ import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.NamespaceLock;
+import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
@@ -61,6 +62,7 @@ public final class FileTransport implements TensorTransport {
         this.namespace = namespace;
         this.entity = ShmNames.checkEntity(entity);
         this.namespaceLock = NamespaceLock.acquire(dir, namespace);
+        ShutdownCleanup.register(this);
     }
 
     /** A random uuid for a tensor; ThreadLocalRandom avoids SecureRandom's cost and lock on the hot path. */
@@ -195,6 +197,7 @@ public final class FileTransport implements TensorTransport {
             return;
         }
         closed = true;
+        ShutdownCleanup.unregister(this);
         try {
             unlinkOwnedFiles();
             owned.clear();

@@ -156,6 +156,20 @@ class CrashTest {
     }
 
     @Test
+    void sigtermRemovesEverythingTheProcessOwns() throws Exception {
+        ChildJvm consumer = consumer("sigterm", "consumer");
+        ChildJvm producer = producer("sigterm", "producer", 1_000_000);
+        sleepRandom();
+        producer.process().destroy(); // SIGTERM: the shutdown hook closes the transport and the mailbox
+        consumer.process().destroy();
+        producer.process().waitFor(60, TimeUnit.SECONDS);
+        consumer.process().waitFor(60, TimeUnit.SECONDS);
+        producer.deleteLog();
+        consumer.deleteLog();
+        assertEquals(List.of(), ShmTestDir.list(shm.path()), "no reclaim needed after SIGTERM");
+    }
+
+    @Test
     void reclaimRemovesOnlyTheDeadDeploymentsFiles() throws Exception {
         ChildJvm live = consumer("live-deployment", "consumer");
         ChildJvm dead = consumer("dead-deployment", "consumer");
