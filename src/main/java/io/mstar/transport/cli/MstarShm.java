@@ -18,6 +18,12 @@ public final class MstarShm {
           demo [--seconds-per-size S]
               start a consumer process and a producer process, stream tensors of 4 KiB to 16 MiB
               through the arena and then through the file transport, print a table per size
+          doctor [--dir DIR] [--json]
+              per deployment namespace: live or dead; per file: kind, size, entity, the processes
+              that map it, orphans; totals against the file system. Exit 0 healthy, 1 found
+              files of dead deployments, 2 usage error
+          reclaim [--dir DIR] [--yes]
+              list (dry run) or remove (--yes) the files of dead deployments
           churn [--seconds S] [--segment-mb M] [--max-segments N]
               create an arena in a temporary shared-memory directory, churn it with a mixed
               workload (4 KiB to 16 MiB, copies included), print progress and its stats snapshot
@@ -37,6 +43,8 @@ public final class MstarShm {
             return switch (args[0]) {
                 case "churn" -> ChurnCommand.run(rest, out);
                 case "demo" -> DemoCommand.run(rest, out);
+                case "doctor" -> DoctorCommand.doctor(rest, out);
+                case "reclaim" -> DoctorCommand.reclaim(rest, out);
                 case "demo-consumer" -> DemoCommand.consumer(rest);
                 case "demo-producer" -> DemoCommand.producer(rest);
                 default -> {

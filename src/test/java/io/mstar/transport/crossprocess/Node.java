@@ -195,7 +195,7 @@ public final class Node {
     }
 
     /** The file whose appearance tells {@code entity} to stop, beside the shared-memory directory. */
-    static java.nio.file.Path stopFile(String dir, String entity) {
+    public static java.nio.file.Path stopFile(String dir, String entity) {
         return java.nio.file.Path.of(dir).resolveSibling(java.nio.file.Path.of(dir).getFileName() + "-stop-" + entity);
     }
 
