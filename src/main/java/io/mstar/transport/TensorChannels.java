@@ -15,4 +15,15 @@ public final class TensorChannels {
     public static TensorChannel mailbox(TransportConfig config, String endpoint, String entity) {
         return ShmMailbox.open(config.shmDir(), Namespace.of(config.deploymentToken(), endpoint), entity);
     }
+
+    /**
+     * As {@link #mailbox(TransportConfig, String, String)}, attached to this entity's transport: the
+     * transport learns which consumer each descriptor batch went to, and frees the tensors of a consumer
+     * that dies before ACKing them (checked every half second).
+     */
+    public static TensorChannel mailbox(TransportConfig config, String endpoint, String entity, TensorTransport transport) {
+        ShmMailbox mailbox = ShmMailbox.open(config.shmDir(), Namespace.of(config.deploymentToken(), endpoint), entity);
+        mailbox.attach(transport);
+        return mailbox;
+    }
 }

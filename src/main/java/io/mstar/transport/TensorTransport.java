@@ -79,6 +79,22 @@ public interface TensorTransport extends AutoCloseable {
         throw new IllegalStateException("device tensors need the arena transport (" + TransportConfig.ARENA + "=1)");
     }
 
+    /**
+     * Producer side: these tensors went to {@code consumer}. With a liveness check set
+     * ({@link #consumerLiveness}), the transport frees them if that consumer dies before ACKing. The
+     * built-in mailbox calls this on every descriptor batch it carries.
+     */
+    default void sentTo(String consumer, Collection<UUID> uuids) {
+    }
+
+    /**
+     * Producer side: how to tell whether a consumer is alive. Once set, tensors sent to a consumer that
+     * died are freed within about a second (the mailbox holds an exclusive lock on its file for its
+     * lifetime, which the kernel drops when the process dies).
+     */
+    default void consumerLiveness(java.util.function.Predicate<String> alive) {
+    }
+
     /** Producer side: the consumer is done with these tensors. Unknown or repeated uuids are counted and ignored. */
     void ack(Collection<UUID> uuids);
 

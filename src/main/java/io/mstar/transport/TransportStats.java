@@ -15,6 +15,7 @@ package io.mstar.transport;
  * @param acks               ACKs that freed a tensor
  * @param unknownAcks        ACKs of uuids not in flight (duplicates, or not ours): ignored
  * @param ttlReclaims        slots reclaimed because no ACK came within {@code MSTAR_SHM_ARENA_SLOT_TTL_S}
+ * @param deadConsumerReclaims tensors freed because the consumer they went to died
  * @param tensorsReceived    tensors opened or copied by this process as a consumer
  * @param mappedPeerSegments peer segments mapped now
  * @param pinnedBytes        bytes of mapped segments registered with CUDA
@@ -34,6 +35,7 @@ public record TransportStats(
     long acks,
     long unknownAcks,
     long ttlReclaims,
+    long deadConsumerReclaims,
     long tensorsReceived,
     int mappedPeerSegments,
     long pinnedBytes,
@@ -46,6 +48,7 @@ public record TransportStats(
             + " inFlight=" + inFlight + " spills=" + spills + " spillBytes=" + spillBytes
             + " backpressureWaits=" + backpressureWaits + " backpressureWaitMs=" + backpressureWaitNs / 1_000_000
             + " acks=" + acks + " unknownAcks=" + unknownAcks + " ttlReclaims=" + ttlReclaims
+            + " deadConsumerReclaims=" + deadConsumerReclaims
             + " tensorsReceived=" + tensorsReceived + " mappedPeerSegments=" + mappedPeerSegments
             + " pinnedBytes=" + pinnedBytes + " pinnedSegments=" + pinnedSegments + " cuda=\"" + cuda + "\""
             + (arena == null ? "" : " " + arena.toLogLine());

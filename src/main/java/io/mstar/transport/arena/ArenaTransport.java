@@ -62,6 +62,8 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class ArenaTransport implements TensorTransport {
     private static final Logger LOG = LoggerFactory.getLogger(ArenaTransport.class);
+    /** How often consumers with tensors in flight are checked for liveness, once a check is set. */
+    static final long LIVENESS_CHECK_MS = 500;
 
     private final TransportConfig config;
     private final SegmentedArena arena;
@@ -72,6 +74,7 @@ public final class ArenaTransport implements TensorTransport {
     private final ReentrantLock ackLock = new ReentrantLock();
     private final Condition acked = ackLock.newCondition();
     private final ScheduledExecutorService maintenance;
+    private ScheduledExecutorService livenessChecks; // guarded by this; created by consumerLiveness
     private volatile MappingListener pins = MappingListener.NONE;
     private CudaStatus cudaStatus;   // guarded by this; null until the first device call
     private CopyEngine copyEngine;   // guarded by this
@@ -86,6 +89,9 @@ public final class ArenaTransport implements TensorTransport {
     private final AtomicLong acks = new AtomicLong();
     private final AtomicLong unknownAcks = new AtomicLong();
     private final AtomicLong ttlReclaims = new AtomicLong();
+    private final AtomicLong deadConsumerReclaims = new AtomicLong();
+    private final Map<UUID, String> consumerOf = new ConcurrentHashMap<>();
+    private volatile java.util.function.Predicate<String> consumerAlive;
     private final AtomicLong tensorsReceived = new AtomicLong();
     private volatile boolean closed;
 
@@ -138,6 +144,7 @@ public final class ArenaTransport implements TensorTransport {
         } else {
             maintenance = null;
         }
+
     }
 
     @Override
@@ -356,6 +363,7 @@ public final class ArenaTransport implements TensorTransport {
     public void ack(Collection<UUID> uuids) {
         boolean freed = false;
         for (UUID uuid : uuids) {
+            consumerOf.remove(uuid);
             InFlight f = inFlight.remove(uuid);
             if (f != null) {
                 arena.free(f.slot);
@@ -373,14 +381,62 @@ public final class ArenaTransport implements TensorTransport {
         }
     }
 
-    private void releaseTensor(UUID uuid) {
+    @Override
+    public void sentTo(String consumer, Collection<UUID> uuids) {
+        for (UUID uuid : uuids) {
+            if (inFlight.containsKey(uuid) || spill.isInFlight(uuid)) {
+                consumerOf.put(uuid, consumer);
+            }
+        }
+    }
+
+    @Override
+    public synchronized void consumerLiveness(java.util.function.Predicate<String> alive) {
+        consumerAlive = alive;
+        if (livenessChecks == null) {
+            livenessChecks = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "mstar-arena-liveness-" + entity);
+                t.setDaemon(true);
+                return t;
+            });
+            livenessChecks.scheduleWithFixedDelay(this::reclaimFromDeadConsumers, LIVENESS_CHECK_MS, LIVENESS_CHECK_MS,
+                TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** Frees the tensors sent to consumers that died before ACKing them; returns how many. */
+    int reclaimFromDeadConsumers() {
+        java.util.function.Predicate<String> alive = consumerAlive;
+        if (alive == null || closed || consumerOf.isEmpty()) {
+            return 0;
+        }
+        Map<String, Boolean> verdicts = new java.util.HashMap<>();
+        int reclaimed = 0;
+        for (Map.Entry<UUID, String> e : consumerOf.entrySet()) {
+            if (!verdicts.computeIfAbsent(e.getValue(), alive::test) && consumerOf.remove(e.getKey(), e.getValue())) {
+                if (releaseTensor(e.getKey())) {
+                    reclaimed++;
+                }
+            }
+        }
+        if (reclaimed > 0) {
+            deadConsumerReclaims.addAndGet(reclaimed);
+            LOG.warn("freed {} tensors sent to consumers that died before ACKing them: consumers={}", reclaimed,
+                verdicts.entrySet().stream().filter(v -> !v.getValue()).map(Map.Entry::getKey).toList());
+        }
+        return reclaimed;
+    }
+
+    // Frees a tensor's slot or spill file; false when it was not in flight.
+    private boolean releaseTensor(UUID uuid) {
+        consumerOf.remove(uuid);
         InFlight f = inFlight.remove(uuid);
         if (f != null) {
             arena.free(f.slot);
             signalAcked();
-        } else {
-            spill.release(uuid);
+            return true;
         }
+        return spill.release(uuid);
     }
 
     private void signalAcked() {
@@ -403,6 +459,7 @@ public final class ArenaTransport implements TensorTransport {
         for (Map.Entry<UUID, InFlight> e : inFlight.entrySet()) {
             InFlight f = e.getValue();
             if (now - f.sentAtNs > ttlNs && inFlight.remove(e.getKey(), f)) {
+                consumerOf.remove(e.getKey());
                 arena.free(f.slot);
                 reclaimed++;
                 LOG.warn("reclaimed a slot that got no ACK within the TTL: uuid={}, nbytes={}, ageMs={}, {}={}",
@@ -421,7 +478,8 @@ public final class ArenaTransport implements TensorTransport {
     public TransportStats statsSummary() {
         return new TransportStats("arena", arena.stats(), tensorsSent.get(), bytesSent.get(),
             inFlight.size() + spill.inFlight(), spills.get(), spillBytes.get(), waits.get(), waitNs.get(), acks.get(),
-            unknownAcks.get(), ttlReclaims.get(), tensorsReceived.get(), peers.mapped(), pinnedBytes(), pinnedSegments(),
+            unknownAcks.get(), ttlReclaims.get(), deadConsumerReclaims.get(), tensorsReceived.get(), peers.mapped(),
+            pinnedBytes(), pinnedSegments(),
             cudaSummary());
     }
 
@@ -452,6 +510,11 @@ public final class ArenaTransport implements TensorTransport {
         ShutdownCleanup.unregister(this);
         if (maintenance != null) {
             maintenance.shutdownNow();
+        }
+        synchronized (this) {
+            if (livenessChecks != null) {
+                livenessChecks.shutdownNow();
+            }
         }
         try {
             synchronized (this) {

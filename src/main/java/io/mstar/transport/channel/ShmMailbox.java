@@ -6,6 +6,8 @@ import io.mstar.transport.MstarTransportException;
 import io.mstar.transport.SegmentAccessException;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.posix.Posix;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.NamespaceLock;
@@ -69,6 +71,8 @@ public final class ShmMailbox implements TensorChannel {
     private final String entity;
     private final MappedSegment file;
     private final NamespaceLock namespaceLock;
+    private final int livenessFd;         // holds an exclusive flock on our mailbox file while we live
+    private volatile TensorTransport producer; // told which consumer each descriptor batch went to
     private final ManyToOneRingBuffer inbox;
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
     private final AtomicLong badMessages = new AtomicLong();
@@ -85,6 +89,8 @@ public final class ShmMailbox implements TensorChannel {
 
     private ShmMailbox(Path dir, Namespace namespace, String entity, MappedSegment file, NamespaceLock lock) {
         this.namespaceLock = lock;
+        this.livenessFd = Posix.open(file.path(), Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
+        Posix.flock(livenessFd, Posix.LOCK_EX | Posix.LOCK_NB, file.path());
         this.dir = dir;
         this.namespace = namespace;
         this.entity = entity;
@@ -134,6 +140,35 @@ public final class ShmMailbox implements TensorChannel {
         }
     }
 
+    /**
+     * Attaches the transport this entity produces with: each descriptor batch sent through the mailbox is
+     * reported to it ({@link TensorTransport#sentTo}), and it learns to check consumers' liveness, so it
+     * frees what it sent to a consumer that died.
+     */
+    public void attach(TensorTransport transport) {
+        this.producer = transport;
+        transport.consumerLiveness(this::isAlive);
+    }
+
+    /**
+     * Whether {@code peer}'s process is alive: its mailbox exists and someone holds the exclusive lock its
+     * owner takes for its lifetime (the kernel drops it when the process dies, even by SIGKILL).
+     */
+    public boolean isAlive(String peer) {
+        String path = dir.resolve(ShmNames.mailbox(namespace, peer)).toString();
+        int fd;
+        try {
+            fd = Posix.open(path, Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
+        } catch (io.mstar.transport.NativeCallException e) {
+            return false;
+        }
+        try {
+            return !Posix.flock(fd, Posix.LOCK_SH | Posix.LOCK_NB, path);
+        } finally {
+            Posix.close(fd, path); // also drops the probe's shared lock, if it got one
+        }
+    }
+
     /** Waits until {@code peer}'s mailbox exists (it is starting), or the timeout passes. */
     public boolean awaitPeer(String peer, Duration timeout) throws InterruptedException {
         Path path = dir.resolve(ShmNames.mailbox(namespace, peer));
@@ -167,6 +202,10 @@ public final class ShmMailbox implements TensorChannel {
         }
         if (count > 0) {
             flush(peer, DESCRIPTORS, message, count, toEntity);
+        }
+        TensorTransport attached = producer;
+        if (attached != null) {
+            attached.sentTo(toEntity, descriptors.stream().map(TensorDescriptor::uuid).toList());
         }
     }
 
@@ -348,6 +387,7 @@ public final class ShmMailbox implements TensorChannel {
         try {
             file.close();
         } finally {
+            Posix.close(livenessFd, file.path());
             namespaceLock.close(); // after our mailbox file is gone
         }
     }

@@ -172,6 +172,11 @@ public final class FileTransport implements TensorTransport {
         return true;
     }
 
+    /** Whether this tensor was written here and not yet released. */
+    public boolean isInFlight(UUID uuid) {
+        return owned.containsKey(uuid);
+    }
+
     /** Tensors written and not yet released. */
     public int inFlight() {
         return owned.size();
@@ -180,7 +185,7 @@ public final class FileTransport implements TensorTransport {
     @Override
     public TransportStats statsSummary() {
         return new TransportStats("file", null, tensorsSent.get(), bytesSent.get(), owned.size(), 0, 0, 0, 0,
-            acks.get(), unknownAcks.get(), 0, tensorsReceived.get(), 0, 0, 0, "not used by the file transport");
+            acks.get(), unknownAcks.get(), 0, 0, tensorsReceived.get(), 0, 0, 0, "not used by the file transport");
     }
 
     @Override

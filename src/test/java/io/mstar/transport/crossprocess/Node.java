@@ -125,7 +125,7 @@ public final class Node {
         TransportConfig config = config(args[1], args, 8);
         try (Arena scratch = Arena.ofConfined();
              TensorTransport transport = TensorTransports.create(config, args[2], entity, false);
-             TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity)) {
+             TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity, transport)) {
             // Random bytes, sliced at random offsets: every tensor gets different content.
             MemorySegment source = scratch.allocate(2 * maxBytes, 4096);
             for (long i = 0; i < source.byteSize(); i += 8) {
@@ -188,7 +188,8 @@ public final class Node {
             TransportStats stats = transport.statsSummary();
             System.out.println("RESULT sent=" + sent + " inFlight=" + stats.inFlight() + " liveSlots="
                 + stats.arena().liveSlots() + " spills=" + stats.spills() + " waits=" + stats.backpressureWaits()
-                + " segments=" + stats.arena().segments() + " unknownAcks=" + stats.unknownAcks());
+                + " segments=" + stats.arena().segments() + " unknownAcks=" + stats.unknownAcks()
+                + " deadConsumerReclaims=" + stats.deadConsumerReclaims());
             System.out.println("STATS " + stats.toLogLine());
             return stats.inFlight() == 0 && stats.arena().liveSlots() == 0 ? 0 : 1;
         }
