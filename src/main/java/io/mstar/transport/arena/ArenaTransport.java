@@ -15,6 +15,7 @@ import io.mstar.transport.cuda.CudaStatus;
 import io.mstar.transport.cuda.PinnedSegments;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
+import io.mstar.transport.lifecycle.StatsFile;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.shm.MappingListener;
 import io.mstar.transport.shm.PeerSegments;
@@ -134,8 +135,7 @@ public final class ArenaTransport implements TensorTransport {
             });
             if (logStats) {
                 long periodMs = Math.max(1, config.statsInterval().toMillis());
-                maintenance.scheduleAtFixedRate(() -> LOG.info("arena stats: {}", statsSummary().toLogLine()),
-                    periodMs, periodMs, TimeUnit.MILLISECONDS);
+                maintenance.scheduleAtFixedRate(this::publishStats, 0, periodMs, TimeUnit.MILLISECONDS);
             }
             if (ttl) {
                 long periodMs = Math.max(10, Math.min(1000, config.slotTtl().toMillis() / 2));
@@ -448,6 +448,17 @@ public final class ArenaTransport implements TensorTransport {
         }
     }
 
+    // Logs the snapshot and rewrites the stats file that `mstar-shm stats` reads from other processes.
+    private void publishStats() {
+        String line = statsSummary().toLogLine();
+        LOG.info("arena stats: {}", line);
+        try {
+            StatsFile.write(arena.directory(), arena.namespace(), entity, line);
+        } catch (RuntimeException e) {
+            LOG.debug("stats file not written: {}", e.toString());
+        }
+    }
+
     /** Frees slots that waited longer than the TTL for their ACK; returns how many. */
     int reclaimExpired() {
         long ttlNs = config.slotTtl().toNanos();
@@ -510,6 +521,12 @@ public final class ArenaTransport implements TensorTransport {
         ShutdownCleanup.unregister(this);
         if (maintenance != null) {
             maintenance.shutdownNow();
+            try {
+                maintenance.awaitTermination(5, TimeUnit.SECONDS); // a publish in progress ends before the removal
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            StatsFile.remove(arena.directory(), arena.namespace(), entity);
         }
         synchronized (this) {
             if (livenessChecks != null) {

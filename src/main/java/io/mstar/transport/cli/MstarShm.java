@@ -24,6 +24,8 @@ public final class MstarShm {
               files of dead deployments, 2 usage error
           reclaim [--dir DIR] [--yes]
               list (dry run) or remove (--yes) the files of dead deployments
+          stats [--dir DIR] [--json]
+              the latest stats snapshot of each arena that publishes one (stats logging on)
           churn [--seconds S] [--segment-mb M] [--max-segments N]
               create an arena in a temporary shared-memory directory, churn it with a mixed
               workload (4 KiB to 16 MiB, copies included), print progress and its stats snapshot
@@ -45,6 +47,7 @@ public final class MstarShm {
                 case "demo" -> DemoCommand.run(rest, out);
                 case "doctor" -> DoctorCommand.doctor(rest, out);
                 case "reclaim" -> DoctorCommand.reclaim(rest, out);
+                case "stats" -> StatsCommand.run(rest, out);
                 case "demo-consumer" -> DemoCommand.consumer(rest);
                 case "demo-producer" -> DemoCommand.producer(rest);
                 default -> {

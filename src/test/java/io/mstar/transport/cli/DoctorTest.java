@@ -84,6 +84,33 @@ class DoctorTest {
     }
 
     @Test
+    void statsReadsTheSnapshotALiveArenaPublishes() throws Exception {
+        io.mstar.transport.TransportConfig config = io.mstar.transport.TransportConfig.from(java.util.Map.of(
+            io.mstar.transport.TransportConfig.SHM_DIR, shm.path().toString(),
+            io.mstar.transport.TransportConfig.STATS_INTERVAL_S, "0.05")::get);
+        Namespace ns = Namespace.of(null, "stats-test");
+        try (var transport = new io.mstar.transport.arena.ArenaTransport(config,
+            new io.mstar.transport.arena.SegmentedArena(shm.path(), ns, "producer", 1 << 20, 1), true)) {
+            var d = transport.send("r", List.of(io.mstar.transport.Tensor.of(io.mstar.transport.DType.U8,
+                java.lang.foreign.MemorySegment.ofArray(new byte[100]), 100))).getFirst();
+            Path file = shm.path().resolve(io.mstar.transport.lifecycle.StatsFile.fileName(ns, "producer"));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (!(Files.exists(file) && Files.readString(file).contains("tensorsSent=1"))) {
+                assertTrue(System.nanoTime() < deadline, "no stats file");
+                Thread.sleep(20);
+            }
+            Run human = run("stats", "--dir", shm.path().toString());
+            assertEquals(0, human.code);
+            assertTrue(human.out.contains("entity producer (live)") && human.out.contains("tensorsSent=1"), human.out);
+            Run json = run("stats", "--dir", shm.path().toString(), "--json");
+            assertTrue(json.out.contains("\"entity\":\"producer\",\"live\":true") && json.out.contains("\"tensorsSent\":1"),
+                json.out);
+            transport.ack(List.of(d.uuid()));
+        }
+        assertEquals(List.of(), ShmTestDir.list(shm.path()), "closing removes the stats file");
+    }
+
+    @Test
     void usageErrorsExitWithTwo() {
         assertEquals(2, run("doctor", "--bogus").code);
         assertEquals(2, run("reclaim", "--dir", shm.path().resolve("missing").toString()).code);
