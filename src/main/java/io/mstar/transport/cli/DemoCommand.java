@@ -42,32 +42,35 @@ import java.util.stream.Stream;
 final class DemoCommand {
     private static final String ENDPOINT = "mstar-shm-demo";
     static final long[] SIZES = {4 << 10, 64 << 10, 1 << 20, 16 << 20};
-    private static final int WINDOW = 64;
-    /** Tensors per send (one request), as far as 16 MiB of source allows. */
-    private static final int BATCH = 8;
+    /** Default tensors per send (one request), as far as 16 MiB of source allows; 8 batches may be un-ACKed. */
+    static final int BATCH = 8;
+    private static final int BATCHES_IN_FLIGHT = 8;
 
     private DemoCommand() {
     }
 
     static int run(String[] args, PrintStream out) throws IOException, InterruptedException {
         double secondsPerSize = 1.5;
+        int batch = BATCH;
         for (int i = 0; i < args.length; i += 2) {
             if (args[i].equals("--seconds-per-size")) {
                 secondsPerSize = MstarShm.number(args, i);
+            } else if (args[i].equals("--batch")) {
+                batch = (int) MstarShm.number(args, i);
             } else {
                 throw new MstarShm.UsageException("unknown option for demo: " + args[i]);
             }
         }
         TransportConfig config = TransportConfig.fromEnvironment();
         Path dir = Files.createTempDirectory(config.shmDir(), "mstar-demo-");
-        out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB batch=%d window=%d seconds-per-size=%.1f%n", dir, BATCH,
-            WINDOW, secondsPerSize);
+        out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB batch=%d window=%d seconds-per-size=%.1f%n", dir, batch,
+            batch * BATCHES_IN_FLIGHT, secondsPerSize);
         Map<Long, double[]> arena;
         Map<Long, double[]> file;
         String[] stats = new String[1];
         try {
-            arena = round(dir, "arena", secondsPerSize, out, stats);
-            file = round(dir, "file", secondsPerSize, out, new String[1]);
+            arena = round(dir, "arena", secondsPerSize, batch, out, stats);
+            file = round(dir, "file", secondsPerSize, batch, out, new String[1]);
         } finally {
             deleteTree(dir);
         }
@@ -94,10 +97,11 @@ final class DemoCommand {
      * per size, {tensors/s, GB/s, p50 us, p99 us}, or null when a process failed (said on {@code out}).
      * The producer's final stats line lands in {@code statsOut[0]}.
      */
-    static Map<Long, double[]> round(Path dir, String mode, double secondsPerSize, PrintStream out, String[] statsOut)
-        throws IOException, InterruptedException {
+    static Map<Long, double[]> round(Path dir, String mode, double secondsPerSize, int batch, PrintStream out,
+                                     String[] statsOut) throws IOException, InterruptedException {
         Process consumer = child("demo-consumer", dir.toString(), mode);
-        Process producer = child("demo-producer", dir.toString(), mode, Double.toString(secondsPerSize));
+        Process producer = child("demo-producer", dir.toString(), mode, Double.toString(secondsPerSize),
+            Integer.toString(batch));
         Map<Long, double[]> rows = new HashMap<>();
         try (BufferedReader lines = new BufferedReader(new InputStreamReader(producer.getInputStream()))) {
             for (String line; (line = lines.readLine()) != null; ) {
@@ -191,9 +195,11 @@ final class DemoCommand {
     static int producer(String[] args) throws InterruptedException {
         String mode = args[1];
         long durationNs = (long) (Double.parseDouble(args[2]) * 1e9);
+        int maxBatch = Integer.parseInt(args[3]);
+        int windowTensors = maxBatch * BATCHES_IN_FLIGHT;
         TransportConfig config = childConfig(args[0], mode);
         Map<UUID, Long> sentAt = new ConcurrentHashMap<>();
-        Semaphore window = new Semaphore(WINDOW);
+        Semaphore window = new Semaphore(windowTensors);
         long[] latencies = new long[1 << 20];
         AtomicLong latencyCount = new AtomicLong();
         try (Arena scratch = Arena.ofConfined();
@@ -245,7 +251,7 @@ final class DemoCommand {
                 long start = System.nanoTime();
                 long sent = 0;
                 long nextProgress = start + 500_000_000L;
-                int batchSize = (int) Math.max(1, Math.min(BATCH, SIZES[SIZES.length - 1] / size));
+                int batchSize = (int) Math.max(1, Math.min(maxBatch, SIZES[SIZES.length - 1] / size));
                 while (System.nanoTime() - start < phaseNs) {
                     window.acquire(batchSize);
                     stamp++;
@@ -268,9 +274,9 @@ final class DemoCommand {
                         nextProgress += 500_000_000L;
                     }
                 }
-                window.acquire(WINDOW); // every tensor of this size ACKed
+                window.acquire(windowTensors); // every tensor of this size ACKed
                 double seconds = (System.nanoTime() - start) / 1e9;
-                window.release(WINDOW);
+                window.release(windowTensors);
                 if (!measured) {
                     continue;
                 }

@@ -15,7 +15,7 @@ public final class MstarShm {
     static final String USAGE = """
         usage: mstar-shm <command> [options]
         commands:
-          demo [--seconds-per-size S]
+          demo [--seconds-per-size S] [--batch N]
               start a consumer process and a producer process, stream tensors of 4 KiB to 16 MiB
               through the arena and then through the file transport, print a table per size
           doctor [--dir DIR] [--json]

@@ -17,7 +17,7 @@ import java.util.Map;
  * one copy in, zero copies out), all in one run. Repeats rounds and prints medians and min..max.
  *
  * <pre>
- *   mvn -q test-compile exec:exec@xbench [-Dxbench.args="ROUNDS SECONDS_PER_SIZE"]
+ *   mvn -q test-compile exec:exec@xbench [-Dxbench.args="ROUNDS SECONDS_PER_SIZE [BATCH]"]
  * </pre>
  */
 public final class CrossProcessBenchmark {
@@ -27,13 +27,14 @@ public final class CrossProcessBenchmark {
     public static void main(String[] args) throws Exception {
         int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
         double secondsPerSize = args.length > 1 ? Double.parseDouble(args[1]) : 1.0;
+        int batch = args.length > 2 ? Integer.parseInt(args[2]) : DemoCommand.BATCH;
         PrintStream out = System.out;
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "mstar-xbench-");
         Map<String, Map<Long, List<double[]>>> results = new HashMap<>();
         try {
             for (int r = 1; r <= rounds; r++) {
                 for (String mode : List.of("arena", "file")) {
-                    Map<Long, double[]> round = DemoCommand.round(dir, mode, secondsPerSize, new PrintStream(PrintStream.nullOutputStream()), new String[1]);
+                    Map<Long, double[]> round = DemoCommand.round(dir, mode, secondsPerSize, batch, new PrintStream(PrintStream.nullOutputStream()), new String[1]);
                     if (round == null) {
                         throw new IllegalStateException("round " + r + " of " + mode + " failed");
                     }
@@ -50,7 +51,8 @@ public final class CrossProcessBenchmark {
             Files.deleteIfExists(dir);
         }
         out.println();
-        out.println("tensors/s and GB/s per size: median (min..max) over " + rounds + " rounds");
+        out.println("tensors/s and GB/s per size: median (min..max) over " + rounds + " rounds, up to " + batch
+            + " tensors per send");
         out.printf("%-6s | %-28s | %-28s | %-28s | %-10s | %s%n", "size", "arena tensors/s", "file tensors/s",
             "memcpy tensors/s", "arena/file", "arena GB/s / memcpy GB/s");
         for (long size : DemoCommand.SIZES) {
