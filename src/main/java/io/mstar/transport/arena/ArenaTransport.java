@@ -105,7 +105,17 @@ public final class ArenaTransport implements TensorTransport {
      * @param logStats log the stats snapshot every {@code MSTAR_SHM_ARENA_STATS_INTERVAL_S}
      */
     public static ArenaTransport open(TransportConfig config, Namespace namespace, String entity, boolean logStats) {
-        return new ArenaTransport(config, SegmentedArena.open(config, namespace, entity), logStats);
+        SegmentedArena arena = SegmentedArena.open(config, namespace, entity);
+        boolean ok = false;
+        try {
+            ArenaTransport transport = new ArenaTransport(config, arena, logStats);
+            ok = true;
+            return transport;
+        } finally {
+            if (!ok) {
+                arena.close();
+            }
+        }
     }
 
     /** A transport over an arena built by the caller (tests use small segments). */
