@@ -12,7 +12,7 @@ import java.util.Objects;
  * @param shape dimensions; a copy is kept
  * @param data  exactly {@code product(shape) x dtype.itemBytes()} bytes
  */
-public record Tensor(DType dtype, long[] shape, MemorySegment data) {
+public record Tensor(DType dtype, long[] shape, MemorySegment data) implements Shaped {
     /** Most dimensions a tensor may have (the descriptor format's limit). */
     public static final int MAX_RANK = 8;
 
@@ -39,6 +39,16 @@ public record Tensor(DType dtype, long[] shape, MemorySegment data) {
     @Override
     public long[] shape() {
         return shape.clone();
+    }
+
+    @Override
+    public int rank() {
+        return shape.length;
+    }
+
+    @Override
+    public long dim(int i) {
+        return shape[i];
     }
 
     /** Bytes of the tensor. */

@@ -19,7 +19,7 @@ import java.util.UUID;
  * @param offset     byte offset of the tensor in the segment (0 for spill files)
  */
 public record TensorDescriptor(UUID uuid, String requestId, String producer, DType dtype, long[] shape,
-                               long nbytes, Placement placement, String fileName, long offset) {
+                               long nbytes, Placement placement, String fileName, long offset) implements Shaped {
     public TensorDescriptor {
         Objects.requireNonNull(uuid, "uuid");
         Objects.requireNonNull(requestId, "requestId");
@@ -36,11 +36,13 @@ public record TensorDescriptor(UUID uuid, String requestId, String producer, DTy
     }
 
     /** Dimension {@code i} of the shape, without copying it. */
+    @Override
     public long dim(int i) {
         return shape[i];
     }
 
     /** Number of dimensions. */
+    @Override
     public int rank() {
         return shape.length;
     }

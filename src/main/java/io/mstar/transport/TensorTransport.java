@@ -26,6 +26,22 @@ public interface TensorTransport extends AutoCloseable {
     List<TensorDescriptor> send(String requestId, List<Tensor> tensors);
 
     /**
+     * Sends one tensor and writes its descriptor, in the codec's binary form, at {@code offset} of
+     * {@code out} (a message buffer, a ring): the steady-state path of the arena allocates nothing when the
+     * strings are ASCII. Pair it with {@link #ack(long, long)}; the uuid is at bytes 16..31 of the record.
+     *
+     * @return the bytes written
+     */
+    default int sendInto(String requestId, Tensor tensor, MemorySegment out, long offset) {
+        return io.mstar.transport.codec.DescriptorCodec.encode(send(requestId, List.of(tensor)).getFirst(), out, offset);
+    }
+
+    /** ACKs one tensor by the two halves of its uuid; allocates nothing on the arena's path. */
+    default void ack(long uuidMsb, long uuidLsb) {
+        ack(List.of(new UUID(uuidMsb, uuidLsb)));
+    }
+
+    /**
      * Opens one received tensor for reading in place.
      *
      * @throws SegmentAccessException when its segment or file is gone (its producer died) or fails a check

@@ -92,6 +92,26 @@ public abstract class TensorTransportContract {
     }
 
     @Test
+    void sendIntoWritesTheDescriptorAndAckByHalvesFreesIt() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        Tensor t = randomTensor(new SplittableRandom(12), DType.I32, 16, 16);
+        MemorySegment buffer = MemorySegment.ofArray(new byte[1024]);
+        int length = producer.sendInto("request-9", t, buffer, 100);
+        TensorDescriptor d = io.mstar.transport.codec.DescriptorCodec.decode(buffer, 100, length,
+            io.mstar.transport.lifecycle.Namespace.of(null, "contract"));
+        assertEquals("request-9", d.requestId());
+        assertArrayEquals(t.shape(), d.shape());
+        try (ReceivedTensor in = consumer.receive(d)) {
+            assertEquals(crc(t.data()), crc(in.data()));
+        }
+        assertEquals(1, producer.statsSummary().inFlight());
+        producer.ack(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits());
+        assertEquals(0, producer.statsSummary().inFlight());
+        assertEquals(1, producer.statsSummary().acks());
+    }
+
+    @Test
     void copyToCallerMemoryAndBatchReceive() {
         TensorTransport producer = open("producer");
         TensorTransport consumer = open("consumer");

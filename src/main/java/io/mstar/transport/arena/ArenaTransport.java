@@ -9,6 +9,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
+import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.cuda.CopyEngine;
 import io.mstar.transport.cuda.CudaProbe;
 import io.mstar.transport.cuda.CudaStatus;
@@ -33,6 +34,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -71,7 +73,7 @@ public final class ArenaTransport implements TensorTransport {
     private final FileTransport spill;
     private final PeerSegments peers;
     private final String entity;
-    private final Map<UUID, InFlight> inFlight = new ConcurrentHashMap<>();
+    private final InFlightTable inFlight = new InFlightTable(); // guarded by itself
     private final ReentrantLock ackLock = new ReentrantLock();
     private final Condition acked = ackLock.newCondition();
     private final ScheduledExecutorService maintenance;
@@ -96,8 +98,6 @@ public final class ArenaTransport implements TensorTransport {
     private final AtomicLong tensorsReceived = new AtomicLong();
     private volatile boolean closed;
 
-    private record InFlight(long slot, long nbytes, long sentAtNs) {
-    }
 
     /**
      * Opens an arena transport in {@code config.shmDir()}.
@@ -189,9 +189,8 @@ public final class ArenaTransport implements TensorTransport {
             count(nbytes);
             return d;
         }
-        inFlight.put(uuid, new InFlight(slot, nbytes, System.nanoTime()));
-        MemorySegment target = arena.slotMemory(slot, nbytes);
-        MemorySegment.copy(tensor.data(), 0, target, 0, nbytes);
+        track(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), slot, nbytes);
+        MemorySegment.copy(tensor.data(), 0, arena.segmentMemory(slot), SegmentedArena.offset(slot), nbytes);
         count(nbytes);
         return new TensorDescriptor(uuid, requestId, entity, tensor.dtype(), tensor.shape(), nbytes,
             Placement.ARENA, arena.segmentName(slot), SegmentedArena.offset(slot));
@@ -236,7 +235,7 @@ public final class ArenaTransport implements TensorTransport {
         }
         throw new CapacityException("arena full: no slot of " + nbytes + " bytes after waiting "
             + config.fullTimeout().toMillis() + " ms for ACKs in strict mode (" + TransportConfig.SPILL + "=0): entity="
-            + entity + ", segments=" + arena.stats().segments() + ", inFlight=" + inFlight.size()
+            + entity + ", segments=" + arena.stats().segments() + ", inFlight=" + inFlightCount()
             + ": make consumers ACK sooner, raise " + TransportConfig.MAX_SEGMENTS + " or " + TransportConfig.SEGMENT_MB
             + ", or set " + TransportConfig.SPILL + "=1");
     }
@@ -269,7 +268,7 @@ public final class ArenaTransport implements TensorTransport {
                 devices[i] = t.devicePointer();
                 slots[i] = reserve(bytes[i]);
                 if (slots[i] != SegmentedArena.FULL) {
-                    inFlight.put(uuid, new InFlight(slots[i], bytes[i], System.nanoTime()));
+                    track(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), slots[i], bytes[i]);
                     hosts[i] = arena.slotAddress(slots[i]);
                 }
             }
@@ -373,18 +372,7 @@ public final class ArenaTransport implements TensorTransport {
     public void ack(Collection<UUID> uuids) {
         boolean freed = false;
         for (UUID uuid : uuids) {
-            consumerOf.remove(uuid);
-            InFlight f = inFlight.remove(uuid);
-            if (f != null) {
-                arena.free(f.slot);
-                freed = true;
-                acks.incrementAndGet();
-            } else if (spill.release(uuid)) {
-                acks.incrementAndGet();
-            } else {
-                unknownAcks.incrementAndGet();
-                LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", uuid);
-            }
+            freed |= ackOne(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid);
         }
         if (freed) {
             signalAcked();
@@ -392,9 +380,90 @@ public final class ArenaTransport implements TensorTransport {
     }
 
     @Override
+    public void ack(long uuidMsb, long uuidLsb) {
+        if (ackOne(uuidMsb, uuidLsb, null)) {
+            signalAcked();
+        }
+    }
+
+    // True when an arena slot was freed; `uuid` is the same uuid as an object when the caller has one.
+    private boolean ackOne(long msb, long lsb, UUID uuid) {
+        if (!consumerOf.isEmpty()) {
+            consumerOf.remove(uuid != null ? uuid : new UUID(msb, lsb));
+        }
+        long slot = untrack(msb, lsb);
+        if (slot != InFlightTable.MISSING) {
+            arena.free(slot);
+            acks.incrementAndGet();
+            return true;
+        }
+        UUID id = uuid != null ? uuid : new UUID(msb, lsb);
+        if (spill.release(id)) {
+            acks.incrementAndGet();
+        } else {
+            unknownAcks.incrementAndGet();
+            LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", id);
+        }
+        return false;
+    }
+
+    @Override
+    public int sendInto(String requestId, Tensor tensor, MemorySegment out, long offset) {
+        checkOpen();
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        long msb = random.nextLong();
+        long lsb = random.nextLong();
+        long nbytes = tensor.nbytes();
+        long slot = reserve(nbytes);
+        if (slot == SegmentedArena.FULL) {
+            TensorDescriptor d = spill.write(requestId, tensor, new UUID(msb, lsb));
+            spills.incrementAndGet();
+            spillBytes.addAndGet(nbytes);
+            count(nbytes);
+            return DescriptorCodec.encode(d, out, offset);
+        }
+        track(msb, lsb, slot, nbytes);
+        boolean ok = false;
+        try {
+            MemorySegment.copy(tensor.data(), 0, arena.segmentMemory(slot), SegmentedArena.offset(slot), nbytes);
+            int length = DescriptorCodec.encode(msb, lsb, requestId, entity, tensor.dtype(), tensor, nbytes,
+                Placement.ARENA, arena.segmentName(slot), SegmentedArena.offset(slot), out, offset);
+            count(nbytes);
+            ok = true;
+            return length;
+        } finally {
+            if (!ok && untrack(msb, lsb) != InFlightTable.MISSING) {
+                arena.free(slot);
+            }
+        }
+    }
+
+    private void track(long msb, long lsb, long slot, long nbytes) {
+        synchronized (inFlight) {
+            inFlight.put(msb, lsb, slot, nbytes, System.nanoTime());
+        }
+    }
+
+    private long untrack(long msb, long lsb) {
+        synchronized (inFlight) {
+            return inFlight.remove(msb, lsb);
+        }
+    }
+
+    private int inFlightCount() {
+        synchronized (inFlight) {
+            return inFlight.size();
+        }
+    }
+
+    @Override
     public void sentTo(String consumer, Collection<UUID> uuids) {
         for (UUID uuid : uuids) {
-            if (inFlight.containsKey(uuid) || spill.isInFlight(uuid)) {
+            boolean inArena;
+            synchronized (inFlight) {
+                inArena = inFlight.contains(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
+            }
+            if (inArena || spill.isInFlight(uuid)) {
                 consumerOf.put(uuid, consumer);
             }
         }
@@ -440,9 +509,9 @@ public final class ArenaTransport implements TensorTransport {
     // Frees a tensor's slot or spill file; false when it was not in flight.
     private boolean releaseTensor(UUID uuid) {
         consumerOf.remove(uuid);
-        InFlight f = inFlight.remove(uuid);
-        if (f != null) {
-            arena.free(f.slot);
+        long slot = untrack(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
+        if (slot != InFlightTable.MISSING) {
+            arena.free(slot);
             signalAcked();
             return true;
         }
@@ -476,17 +545,18 @@ public final class ArenaTransport implements TensorTransport {
             return 0;
         }
         long now = System.nanoTime();
-        int reclaimed = 0;
-        for (Map.Entry<UUID, InFlight> e : inFlight.entrySet()) {
-            InFlight f = e.getValue();
-            if (now - f.sentAtNs > ttlNs && inFlight.remove(e.getKey(), f)) {
-                consumerOf.remove(e.getKey());
-                arena.free(f.slot);
-                reclaimed++;
-                LOG.warn("reclaimed a slot that got no ACK within the TTL: uuid={}, nbytes={}, ageMs={}, {}={}",
-                    e.getKey(), f.nbytes, (now - f.sentAtNs) / 1_000_000, TransportConfig.SLOT_TTL_S,
-                    config.slotTtl().toMillis() / 1000.0);
-            }
+        List<long[]> expired = new ArrayList<>();
+        synchronized (inFlight) {
+            inFlight.removeOlderThan(now - ttlNs, (msb, lsb, slot, nbytes, sentAt) ->
+                expired.add(new long[] {msb, lsb, slot, nbytes, sentAt}));
+        }
+        int reclaimed = expired.size();
+        for (long[] e : expired) {
+            UUID uuid = new UUID(e[0], e[1]);
+            consumerOf.remove(uuid);
+            arena.free(e[2]);
+            LOG.warn("reclaimed a slot that got no ACK within the TTL: uuid={}, nbytes={}, ageMs={}, {}={}",
+                uuid, e[3], (now - e[4]) / 1_000_000, TransportConfig.SLOT_TTL_S, config.slotTtl().toMillis() / 1000.0);
         }
         if (reclaimed > 0) {
             ttlReclaims.addAndGet(reclaimed);
@@ -498,7 +568,7 @@ public final class ArenaTransport implements TensorTransport {
     @Override
     public TransportStats statsSummary() {
         return new TransportStats("arena", arena.stats(), tensorsSent.get(), bytesSent.get(),
-            inFlight.size() + spill.inFlight(), spills.get(), spillBytes.get(), waits.get(), waitNs.get(), acks.get(),
+            inFlightCount() + spill.inFlight(), spills.get(), spillBytes.get(), waits.get(), waitNs.get(), acks.get(),
             unknownAcks.get(), ttlReclaims.get(), deadConsumerReclaims.get(), tensorsReceived.get(), peers.mapped(),
             pinnedBytes(), pinnedSegments(),
             cudaSummary());

@@ -251,6 +251,15 @@ public final class SegmentedArena implements AutoCloseable {
         }
     }
 
+    /** The whole writable mapping of the segment holding a live slot; the slot starts at {@link #offset}. */
+    public synchronized MemorySegment segmentMemory(long slot) {
+        int p = livePosition(slot);
+        if (p < 0) {
+            throw new IllegalArgumentException("not a slot of a live segment: slot=0x" + Long.toHexString(slot));
+        }
+        return segments[p].memory();
+    }
+
     /** The address of a live slot's first byte, for native copies (the mapping never moves). */
     public synchronized long slotAddress(long slot) {
         int p = livePosition(slot);

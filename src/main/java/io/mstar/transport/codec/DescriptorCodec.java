@@ -3,6 +3,7 @@ package io.mstar.transport.codec;
 import io.mstar.transport.DType;
 import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.Placement;
+import io.mstar.transport.Shaped;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.ShmNames;
@@ -69,8 +70,11 @@ public final class DescriptorCodec {
 
     /** Bytes {@code d} takes encoded. */
     public static int encodedLength(TensorDescriptor d) {
-        return SHAPE_OFFSET + 8 * d.rank() + 6 + utf8(d.requestId()).length + d.producer().length()
-            + d.fileName().length();
+        return encodedLength(d.requestId(), d.producer(), d, d.fileName());
+    }
+
+    private static int encodedLength(String requestId, String producer, Shaped shape, String fileName) {
+        return SHAPE_OFFSET + 8 * shape.rank() + 6 + utf8Length(requestId) + producer.length() + fileName.length();
     }
 
     /** Encodes into a new array. */
@@ -87,33 +91,50 @@ public final class DescriptorCodec {
      * @throws IllegalArgumentException when a field cannot be encoded (rank, string lengths)
      */
     public static int encode(TensorDescriptor d, MemorySegment dst, long offset) {
-        byte[] requestId = utf8(d.requestId());
-        if (d.rank() > MAX_RANK || requestId.length > MAX_REQUEST_ID_BYTES
-            || d.producer().length() > 64 || d.fileName().length() > 255) {
-            throw new IllegalArgumentException("descriptor cannot be encoded: rank=" + d.rank() + " (max " + MAX_RANK
-                + "), requestIdBytes=" + requestId.length + " (max " + MAX_REQUEST_ID_BYTES + ")");
+        return encode(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), d.requestId(),
+            d.producer(), d.dtype(), d, d.nbytes(), d.placement(), d.fileName(), d.offset(), dst, offset);
+    }
+
+    /**
+     * Encodes a descriptor from its fields, allocating nothing when the strings are ASCII: the sender's
+     * allocation-free path writes straight into a message buffer.
+     *
+     * @return the bytes written
+     */
+    public static int encode(long uuidMsb, long uuidLsb, String requestId, String producer, DType dtype, Shaped shape,
+                             long nbytes, Placement placement, String fileName, long tensorOffset,
+                             MemorySegment dst, long offset) {
+        int requestIdBytes = utf8Length(requestId);
+        if (shape.rank() > MAX_RANK || requestIdBytes > MAX_REQUEST_ID_BYTES
+            || producer.length() > 64 || fileName.length() > 255) {
+            throw new IllegalArgumentException("descriptor cannot be encoded: rank=" + shape.rank() + " (max " + MAX_RANK
+                + "), requestIdBytes=" + requestIdBytes + " (max " + MAX_REQUEST_ID_BYTES + ")");
         }
-        int length = encodedLength(d);
-        MemorySegment out = dst.asSlice(offset, length);
-        out.set(INT, MAGIC_OFFSET, MAGIC);
-        out.set(SHORT, VERSION_OFFSET, VERSION);
-        out.set(SHORT, RESERVED_OFFSET, (short) 0);
-        out.set(INT, LENGTH_OFFSET, length);
-        out.set(ValueLayout.JAVA_BYTE, DTYPE_OFFSET, (byte) d.dtype().code());
-        out.set(ValueLayout.JAVA_BYTE, PLACEMENT_OFFSET, (byte) d.placement().code());
-        out.set(ValueLayout.JAVA_BYTE, RANK_OFFSET, (byte) d.rank());
-        out.set(ValueLayout.JAVA_BYTE, PAD_OFFSET, (byte) 0);
-        out.set(LONG, UUID_MSB_OFFSET, d.uuid().getMostSignificantBits());
-        out.set(LONG, UUID_LSB_OFFSET, d.uuid().getLeastSignificantBits());
-        out.set(LONG, NBYTES_OFFSET, d.nbytes());
-        out.set(LONG, OFFSET_OFFSET, d.offset());
-        long p = SHAPE_OFFSET;
-        for (int i = 0; i < d.rank(); i++, p += 8) {
-            out.set(LONG, p, d.dim(i));
+        int length = encodedLength(requestId, producer, shape, fileName);
+        if (offset < 0 || offset + length > dst.byteSize()) {
+            throw new IndexOutOfBoundsException("descriptor of " + length + " bytes does not fit at offset " + offset
+                + " of " + dst.byteSize() + " bytes");
         }
-        p = putString(out, p, requestId);
-        p = putString(out, p, d.producer().getBytes(StandardCharsets.US_ASCII));
-        putString(out, p, d.fileName().getBytes(StandardCharsets.US_ASCII));
+        long base = offset;
+        dst.set(INT, base + MAGIC_OFFSET, MAGIC);
+        dst.set(SHORT, base + VERSION_OFFSET, VERSION);
+        dst.set(SHORT, base + RESERVED_OFFSET, (short) 0);
+        dst.set(INT, base + LENGTH_OFFSET, length);
+        dst.set(ValueLayout.JAVA_BYTE, base + DTYPE_OFFSET, (byte) dtype.code());
+        dst.set(ValueLayout.JAVA_BYTE, base + PLACEMENT_OFFSET, (byte) placement.code());
+        dst.set(ValueLayout.JAVA_BYTE, base + RANK_OFFSET, (byte) shape.rank());
+        dst.set(ValueLayout.JAVA_BYTE, base + PAD_OFFSET, (byte) 0);
+        dst.set(LONG, base + UUID_MSB_OFFSET, uuidMsb);
+        dst.set(LONG, base + UUID_LSB_OFFSET, uuidLsb);
+        dst.set(LONG, base + NBYTES_OFFSET, nbytes);
+        dst.set(LONG, base + OFFSET_OFFSET, tensorOffset);
+        long p = base + SHAPE_OFFSET;
+        for (int i = 0; i < shape.rank(); i++, p += 8) {
+            dst.set(LONG, p, shape.dim(i));
+        }
+        p = putString(dst, p, requestId, requestIdBytes);
+        p = putString(dst, p, producer, producer.length());
+        putString(dst, p, fileName, fileName.length());
         return length;
     }
 
@@ -233,10 +254,35 @@ public final class DescriptorCodec {
         return new TensorDescriptor(uuid, strings[0], strings[1], dtype, shape, nbytes, placement, fileName, tensorOffset);
     }
 
-    private static long putString(MemorySegment out, long p, byte[] bytes) {
-        out.set(SHORT, p, (short) bytes.length);
-        MemorySegment.copy(MemorySegment.ofArray(bytes), 0, out, p + 2, bytes.length);
-        return p + 2 + bytes.length;
+    // ASCII goes byte by byte (no allocation); anything else through its UTF-8 bytes.
+    private static long putString(MemorySegment out, long p, String s, int encodedBytes) {
+        out.set(SHORT, p, (short) encodedBytes);
+        if (encodedBytes == s.length()) {
+            int n = s.length();
+            int i = 0;
+            for (; i + 8 <= n; i += 8) { // eight characters per store
+                long packed = 0;
+                for (int b = 7; b >= 0; b--) {
+                    packed = packed << 8 | (s.charAt(i + b) & 0xFF);
+                }
+                out.set(LONG, p + 2 + i, packed);
+            }
+            for (; i < n; i++) {
+                out.set(ValueLayout.JAVA_BYTE, p + 2 + i, (byte) s.charAt(i));
+            }
+        } else {
+            MemorySegment.copy(MemorySegment.ofArray(utf8(s)), 0, out, p + 2, encodedBytes);
+        }
+        return p + 2 + encodedBytes;
+    }
+
+    private static int utf8Length(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            if (s.charAt(i) >= 0x80) {
+                return utf8(s).length;
+            }
+        }
+        return s.length();
     }
 
     private static String decodeString(MemorySegment bytes, String field, boolean utf8) {

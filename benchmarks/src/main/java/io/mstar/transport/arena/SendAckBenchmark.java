@@ -4,6 +4,7 @@ import io.mstar.transport.DType;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Namespace;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -29,8 +30,9 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The producer's steady-state path in one process: send one tensor into the arena, then ACK it. Run with
- * {@code -prof gc} to see the bytes allocated per tensor ({@code gc.alloc.rate.norm}).
+ * The producer's steady-state path in one process: send one tensor into the arena, then ACK it, through
+ * the list API and through the allocation-free one. Run with {@code -prof gc} to see the bytes allocated
+ * per tensor ({@code gc.alloc.rate.norm}).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -39,6 +41,8 @@ import java.util.concurrent.TimeUnit;
 @Measurement(iterations = 5, time = 1)
 @Fork(1)
 public class SendAckBenchmark {
+    private static final java.lang.foreign.ValueLayout.OfLong UUID_HALF =
+        java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
     @Param({"4096"})
     public int bytes;
 
@@ -46,12 +50,16 @@ public class SendAckBenchmark {
     private Path dir;
     private ArenaTransport transport;
     private List<Tensor> tensor;
+    private Tensor one;
+    private MemorySegment descriptorBuffer;
 
     @Setup(Level.Trial)
     public void setUp() throws IOException {
         scratch = Arena.ofShared();
         MemorySegment data = scratch.allocate(bytes, 4096);
-        tensor = List.of(Tensor.of(DType.U8, data, bytes));
+        one = Tensor.of(DType.U8, data, bytes);
+        tensor = List.of(one);
+        descriptorBuffer = scratch.allocate(DescriptorCodec.MAX_RECORD_BYTES);
         dir = Files.createTempDirectory(Path.of("/dev/shm"), "mstar-bench-");
         TransportConfig config = TransportConfig.from(Map.of(TransportConfig.SHM_DIR, dir.toString())::get);
         transport = new ArenaTransport(config, new SegmentedArena(dir, Namespace.of(null, "send-ack"), "bench", 64L << 20, 1), false);
@@ -62,6 +70,14 @@ public class SendAckBenchmark {
         transport.close();
         Files.delete(dir);
         scratch.close();
+    }
+
+    /** The allocation-free path: the descriptor is written into a reused buffer, the ACK names the uuid's halves. */
+    @Benchmark
+    public int sendIntoThenAck() {
+        int length = transport.sendInto("request", one, descriptorBuffer, 0);
+        transport.ack(descriptorBuffer.get(UUID_HALF, 16), descriptorBuffer.get(UUID_HALF, 24));
+        return length;
     }
 
     @Benchmark
