@@ -42,9 +42,12 @@ import java.util.stream.Stream;
 final class DemoCommand {
     private static final String ENDPOINT = "mstar-shm-demo";
     static final long[] SIZES = {4 << 10, 64 << 10, 1 << 20, 16 << 20};
-    /** Default tensors per send (one request), as far as 16 MiB of source allows; 8 batches may be un-ACKed. */
+    /** Default tensors per send (one request), as far as 16 MiB of source allows. */
     static final int BATCH = 8;
-    private static final int BATCHES_IN_FLIGHT = 8;
+    /** Batches that may be un-ACKed at once, within {@link #IN_FLIGHT_BYTES}. */
+    private static final int BATCHES_IN_FLIGHT = 32;
+    /** At most half of the producer's arena (8 segments of 64 MiB) in flight, so the run never spills. */
+    private static final long IN_FLIGHT_BYTES = 256L << 20;
 
     private DemoCommand() {
     }
@@ -63,8 +66,8 @@ final class DemoCommand {
         }
         TransportConfig config = TransportConfig.fromEnvironment();
         Path dir = Files.createTempDirectory(config.shmDir(), "mstar-demo-");
-        out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB batch=%d window=%d seconds-per-size=%.1f%n", dir, batch,
-            batch * BATCHES_IN_FLIGHT, secondsPerSize);
+        out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB batch=%d in-flight=%d batches (at most %d MiB)"
+            + " seconds-per-size=%.1f%n", dir, batch, BATCHES_IN_FLIGHT, IN_FLIGHT_BYTES >> 20, secondsPerSize);
         Map<Long, double[]> arena;
         Map<Long, double[]> file;
         String[] stats = new String[1];
@@ -196,10 +199,10 @@ final class DemoCommand {
         String mode = args[1];
         long durationNs = (long) (Double.parseDouble(args[2]) * 1e9);
         int maxBatch = Integer.parseInt(args[3]);
-        int windowTensors = maxBatch * BATCHES_IN_FLIGHT;
+
         TransportConfig config = childConfig(args[0], mode);
         Map<UUID, Long> sentAt = new ConcurrentHashMap<>();
-        Semaphore window = new Semaphore(windowTensors);
+        java.util.concurrent.atomic.AtomicReference<Semaphore> window = new java.util.concurrent.atomic.AtomicReference<>();
         long[] latencies = new long[1 << 20];
         AtomicLong latencyCount = new AtomicLong();
         try (Arena scratch = Arena.ofConfined();
@@ -224,7 +227,7 @@ final class DemoCommand {
                                 }
                             }
                         }
-                        window.release(uuids.size());
+                        window.get().release(uuids.size());
                     }
                 };
                 while (!Thread.currentThread().isInterrupted()) {
@@ -252,8 +255,11 @@ final class DemoCommand {
                 long sent = 0;
                 long nextProgress = start + 500_000_000L;
                 int batchSize = (int) Math.max(1, Math.min(maxBatch, SIZES[SIZES.length - 1] / size));
+                int windowTensors = (int) Math.max(batchSize, Math.min((long) batchSize * BATCHES_IN_FLIGHT,
+                    IN_FLIGHT_BYTES / size));
+                window.set(new Semaphore(windowTensors));
                 while (System.nanoTime() - start < phaseNs) {
-                    window.acquire(batchSize);
+                    window.get().acquire(batchSize);
                     stamp++;
                     List<Tensor> batch = new ArrayList<>(batchSize);
                     for (int i = 0; i < batchSize; i++) {
@@ -274,9 +280,9 @@ final class DemoCommand {
                         nextProgress += 500_000_000L;
                     }
                 }
-                window.acquire(windowTensors); // every tensor of this size ACKed
+                window.get().acquire(windowTensors); // every tensor of this size ACKed
                 double seconds = (System.nanoTime() - start) / 1e9;
-                window.release(windowTensors);
+                window.get().release(windowTensors);
                 if (!measured) {
                     continue;
                 }

@@ -242,7 +242,7 @@ public final class DescriptorCodec {
         if (p != length) {
             throw new DescriptorFormatException("length", "record has " + (length - p) + " trailing bytes");
         }
-        if (!ShmNames.ENTITY.matcher(strings[1]).matches()) {
+        if (!ShmNames.isEntity(strings[1])) {
             throw new DescriptorFormatException("producer", "not an entity name: " + printable(strings[1]));
         }
         String fileName = strings[2];
@@ -287,6 +287,16 @@ public final class DescriptorCodec {
 
     private static String decodeString(MemorySegment bytes, String field, boolean utf8) {
         byte[] raw = bytes.toArray(ValueLayout.JAVA_BYTE);
+        boolean ascii = true;
+        for (byte b : raw) {
+            ascii &= b >= 0;
+        }
+        if (ascii) {
+            return new String(raw, StandardCharsets.ISO_8859_1); // the common case, without a decoder
+        }
+        if (!utf8) {
+            throw new DescriptorFormatException(field, "not valid ASCII");
+        }
         try {
             return (utf8 ? StandardCharsets.UTF_8 : StandardCharsets.US_ASCII).newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT)

@@ -48,8 +48,33 @@ public final class ShmNames {
 
     /** Whether {@code name} is a segment ({@code spill == false}) or spill file of namespace {@code ns}. */
     public static boolean isOurs(Namespace ns, String name, boolean spill) {
-        java.util.regex.Matcher m = (spill ? SPILL : SEGMENT).matcher(name);
-        return m.matches() && m.group(1).equals(ns.id());
+        return name.length() > 23 && name.startsWith("mstar_") && name.regionMatches(6, ns.id(), 0, 16)
+            && name.charAt(22) == '_' && matchesCached(spill ? SPILL : SEGMENT, spill ? SPILL_NAMES : SEGMENT_NAMES, name);
+    }
+
+    /** Whether {@code name} is a valid entity name. */
+    public static boolean isEntity(String name) {
+        return matchesCached(ENTITY, ENTITY_NAMES, name);
+    }
+
+    // Descriptors repeat the same few names: remember the ones that matched, so a receive runs no regex.
+    private static final int CACHED_NAMES = 4096;
+    private static final java.util.Set<String> SEGMENT_NAMES = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final java.util.Set<String> SPILL_NAMES = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final java.util.Set<String> ENTITY_NAMES = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    private static boolean matchesCached(Pattern pattern, java.util.Set<String> matched, String name) {
+        if (matched.contains(name)) {
+            return true;
+        }
+        if (!pattern.matcher(name).matches()) {
+            return false;
+        }
+        if (matched.size() >= CACHED_NAMES) {
+            matched.clear();
+        }
+        matched.add(name);
+        return true;
     }
 
     /** The name of segment {@code index} of one arena instance ({@code nonce}, 8 hex digits). */
