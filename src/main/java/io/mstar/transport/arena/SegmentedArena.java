@@ -231,11 +231,7 @@ public final class SegmentedArena implements AutoCloseable {
 
     /** The file name of the segment holding a live slot. */
     public synchronized String segmentName(long slot) {
-        int p = livePosition(slot);
-        if (p < 0) {
-            throw new IllegalArgumentException("not a slot of a live segment: slot=0x" + Long.toHexString(slot));
-        }
-        return segments[p].name();
+        return segmentOf(slot).name();
     }
 
     /**
@@ -253,20 +249,20 @@ public final class SegmentedArena implements AutoCloseable {
 
     /** The whole writable mapping of the segment holding a live slot; the slot starts at {@link #offset}. */
     public synchronized MemorySegment segmentMemory(long slot) {
-        int p = livePosition(slot);
-        if (p < 0) {
-            throw new IllegalArgumentException("not a slot of a live segment: slot=0x" + Long.toHexString(slot));
-        }
-        return segments[p].memory();
+        return segmentOf(slot).memory();
     }
 
     /** The address of a live slot's first byte, for native copies (the mapping never moves). */
     public synchronized long slotAddress(long slot) {
+        return segmentOf(slot).memory().address() + offset(slot);
+    }
+
+    private MappedSegment segmentOf(long slot) {
         int p = livePosition(slot);
         if (p < 0) {
             throw new IllegalArgumentException("not a slot of a live segment: slot=0x" + Long.toHexString(slot));
         }
-        return segments[p].memory().address() + offset(slot);
+        return segments[p];
     }
 
     /** The byte offset of a slot inside its segment. */
