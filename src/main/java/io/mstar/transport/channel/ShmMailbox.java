@@ -36,6 +36,8 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
+import java.util.function.ToIntFunction;
 
 /**
  * A mailbox per receiving entity: an Agrona {@link ManyToOneRingBuffer} in a shared-memory file named
@@ -184,25 +186,9 @@ public final class ShmMailbox implements TensorChannel {
 
     @Override
     public void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors) {
-        Peer peer = peer(toEntity);
-        int max = peer.ring.maxMsgLength();
-        ByteBuffer message = messages.get();
-        int count = 0;
-        for (TensorDescriptor d : descriptors) {
-            byte[] record = DescriptorCodec.encode(d);
-            if (count > 0 && message.position() + record.length > max) {
-                flush(peer, DESCRIPTORS, message, count, toEntity);
-                count = 0;
-            }
-            if (count == 0) {
-                startMessage(message);
-            }
-            message.put(record);
-            count++;
-        }
-        if (count > 0) {
-            flush(peer, DESCRIPTORS, message, count, toEntity);
-        }
+        sendBatched(toEntity, DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
+            (message, d) -> message.position(message.position()
+                + DescriptorCodec.encode(d, MemorySegment.ofArray(message.array()), message.position())));
         TensorTransport attached = producer;
         if (attached != null) {
             attached.sentTo(toEntity, descriptors.stream().map(TensorDescriptor::uuid).toList());
@@ -211,23 +197,30 @@ public final class ShmMailbox implements TensorChannel {
 
     @Override
     public void sendAcks(String toEntity, Collection<UUID> uuids) {
+        sendBatched(toEntity, ACKS, uuids, uuid -> 16,
+            (message, uuid) -> message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()));
+    }
+
+    // Packs items into as few ring messages as the ring's message limit allows, in order.
+    private <T> void sendBatched(String toEntity, int type, Collection<T> items, ToIntFunction<T> length,
+                                 BiConsumer<ByteBuffer, T> write) {
         Peer peer = peer(toEntity);
         int max = peer.ring.maxMsgLength();
         ByteBuffer message = messages.get();
         int count = 0;
-        for (UUID uuid : uuids) {
-            if (count > 0 && message.position() + 16 > max) {
-                flush(peer, ACKS, message, count, toEntity);
+        for (T item : items) {
+            if (count > 0 && message.position() + length.applyAsInt(item) > max) {
+                flush(peer, type, message, count, toEntity);
                 count = 0;
             }
             if (count == 0) {
                 startMessage(message);
             }
-            message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits());
+            write.accept(message, item);
             count++;
         }
         if (count > 0) {
-            flush(peer, ACKS, message, count, toEntity);
+            flush(peer, type, message, count, toEntity);
         }
     }
 
