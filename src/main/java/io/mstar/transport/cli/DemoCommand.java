@@ -136,9 +136,9 @@ final class DemoCommand {
             "java.base/jdk.internal.misc=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-cp", System.getProperty("java.class.path"), MstarShm.class.getName()));
         command.addAll(Arrays.asList(args));
-        return new ProcessBuilder(command).redirectErrorStream(args[0].equals("demo-producer"))
-            .redirectError(args[0].equals("demo-producer") ? ProcessBuilder.Redirect.PIPE : ProcessBuilder.Redirect.INHERIT)
-            .start();
+        // The producer's output is read for its rows; the consumer only speaks when something is wrong.
+        ProcessBuilder builder = new ProcessBuilder(command);
+        return (args[0].equals("demo-producer") ? builder.redirectErrorStream(true) : builder.inheritIO()).start();
     }
 
     private static TransportConfig childConfig(String dir, String mode) {
