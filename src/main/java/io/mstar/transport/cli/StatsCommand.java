@@ -2,6 +2,7 @@ package io.mstar.transport.cli;
 
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.lifecycle.ShmNames;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -15,7 +16,6 @@ import java.util.regex.Pattern;
 
 /** {@code mstar-shm stats}: the latest stats snapshot of every live arena that publishes one (stats logging on). */
 final class StatsCommand {
-    private static final Pattern STATS = Pattern.compile("mstar_([0-9a-f]{16})_stats_([A-Za-z0-9-]{1,64})");
     private static final Pattern PAIR = Pattern.compile("(\\w+)=(\"[^\"]*\"|\\S+)");
 
     private StatsCommand() {
@@ -40,7 +40,7 @@ final class StatsCommand {
         for (Map.Entry<String, List<String>> ns : Reclaimer.filesByNamespace(dir).entrySet()) {
             boolean live = !Reclaimer.isDead(dir, ns.getKey());
             for (String name : ns.getValue()) {
-                Matcher m = STATS.matcher(name);
+                Matcher m = ShmNames.STATS.matcher(name);
                 if (!m.matches()) {
                     continue;
                 }

@@ -10,6 +10,8 @@ import java.util.regex.Pattern;
  *   segment: mstar_&lt;ns&gt;_arena_&lt;entity&gt;_&lt;nonce&gt;_&lt;index&gt;
  *   spill:   mstar_&lt;ns&gt;_spill_&lt;entity&gt;_&lt;pid&gt;_&lt;uuid, 32 hex digits&gt;
  *   mailbox: mstar_&lt;ns&gt;_mailbox_&lt;entity&gt;
+ *   stats:   mstar_&lt;ns&gt;_stats_&lt;entity&gt;
+ *   lock:    mstar_&lt;ns&gt;.lock  (NamespaceLock)
  * </pre>
  */
 public final class ShmNames {
@@ -25,6 +27,9 @@ public final class ShmNames {
     /** Any spill file name, of any namespace. */
     public static final Pattern SPILL =
         Pattern.compile("mstar_([0-9a-f]{16})_spill_([A-Za-z0-9-]{1,64})_([0-9]{1,10})_([0-9a-f]{32})");
+
+    /** Any stats file name ({@link StatsFile}), of any namespace. */
+    public static final Pattern STATS = Pattern.compile("mstar_([0-9a-f]{16})_stats_([A-Za-z0-9-]{1,64})");
 
     /** Checks an entity name, for use in file names. */
     public static String checkEntity(String entity) {
