@@ -13,6 +13,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.zip.CRC32C;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -214,5 +216,38 @@ public abstract class TensorTransportContract {
         assertEquals(List.of(), ShmTestDir.list(shm.path()));
         assertThrows(IllegalStateException.class, () -> producer.send("r", List.of()));
         assertTrue(Files.isDirectory(shm.path()));
+    }
+
+    /** A shutdown hook closes the transport while application threads still send (the SIGTERM case). */
+    @Test
+    void closeWhileOtherThreadsSendLeavesNoFiles() throws Exception {
+        Tensor t = randomTensor(new SplittableRandom(13), DType.U8, 4096);
+        for (int round = 0; round < 40; round++) {
+            TensorTransport producer = create("producer");
+            List<Throwable> unexpected = new CopyOnWriteArrayList<>();
+            CountDownLatch sending = new CountDownLatch(4 * 10);
+            List<Thread> senders = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                senders.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        while (true) {
+                            producer.send("r", List.of(t));
+                            sending.countDown();
+                        }
+                    } catch (IllegalStateException closed) {
+                        // the expected end of every sender
+                    } catch (Throwable e) {
+                        unexpected.add(e);
+                    }
+                }));
+            }
+            sending.await();
+            producer.close();
+            for (Thread sender : senders) {
+                sender.join();
+            }
+            assertEquals(List.of(), unexpected, "round " + round);
+            assertEquals(List.of(), ShmTestDir.list(shm.path()), "round " + round + ": a send racing close left a file");
+        }
     }
 }

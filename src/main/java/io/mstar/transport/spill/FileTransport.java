@@ -28,6 +28,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * One file per tensor in the shared-memory directory, named
@@ -55,6 +56,11 @@ public final class FileTransport implements TensorTransport {
     private final AtomicLong unknownAcks = new AtomicLong();
     private final AtomicLong tensorsReceived = new AtomicLong();
     private final NamespaceLock namespaceLock;
+    /**
+     * Writers hold the read side from creating a file until it is registered as owned; close takes the
+     * write side, so a file created while another thread closes (a shutdown hook, say) is always unlinked.
+     */
+    private final ReentrantReadWriteLock closing = new ReentrantReadWriteLock();
     private volatile boolean closed;
 
     public FileTransport(Path dir, Namespace namespace, String entity) {
@@ -97,6 +103,22 @@ public final class FileTransport implements TensorTransport {
     public TensorDescriptor write(String requestId, Tensor tensor, UUID uuid) {
         String name = ShmNames.spill(namespace, entity, pid, uuid);
         long nbytes = tensor.nbytes();
+        closing.readLock().lock();
+        try {
+            checkOpen();
+            createAndFill(name, tensor);
+            owned.put(uuid, name);
+        } finally {
+            closing.readLock().unlock();
+        }
+        tensorsSent.incrementAndGet();
+        bytesSent.addAndGet(nbytes);
+        return new TensorDescriptor(uuid, requestId, entity, tensor.dtype(), tensor.shape(), nbytes,
+            Placement.SPILL, name, 0);
+    }
+
+    private void createAndFill(String name, Tensor tensor) {
+        long nbytes = tensor.nbytes();
         try {
             if (nbytes == 0) {
                 MappedSegment.createEmpty(dir, name);
@@ -118,11 +140,6 @@ public final class FileTransport implements TensorTransport {
             throw new CapacityException("no room for a spill file: dir=" + dir + ", nbytes=" + nbytes
                 + ": free shared memory (the doctor command lists what holds it) or give it a larger size", e);
         }
-        owned.put(uuid, name);
-        tensorsSent.incrementAndGet();
-        bytesSent.addAndGet(nbytes);
-        return new TensorDescriptor(uuid, requestId, entity, tensor.dtype(), tensor.shape(), nbytes,
-            Placement.SPILL, name, 0);
     }
 
     @Override
@@ -197,17 +214,22 @@ public final class FileTransport implements TensorTransport {
     }
 
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        ShutdownCleanup.unregister(this);
+    public void close() {
+        closing.writeLock().lock();
         try {
-            unlinkOwnedFiles();
-            owned.clear();
+            if (closed) {
+                return;
+            }
+            closed = true;
+            ShutdownCleanup.unregister(this);
+            try {
+                unlinkOwnedFiles();
+                owned.clear();
+            } finally {
+                namespaceLock.close(); // after the last file is gone
+            }
         } finally {
-            namespaceLock.close(); // after the last file is gone
+            closing.writeLock().unlock();
         }
     }
 
