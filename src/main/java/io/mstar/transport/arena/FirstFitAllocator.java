@@ -7,33 +7,32 @@ import java.util.Arrays;
  *
  * <h2>Algorithm</h2>
  * Space is handed out in granules of {@value #ALIGNMENT_BYTES} bytes, so every slot starts
- * {@value #ALIGNMENT_BYTES}-byte aligned. The blocks that tile the segment, free ones and live slots
- * alike, are the entries of a B+ tree keyed by address: a leaf holds up to {@value #FANOUT} of them in
- * address order (start, and size: positive when free, negated when live) and is linked to its
- * neighbours; an inner node holds, per child, the smallest start below it (the separator that routes
- * an address) and the largest free size below it.
+ * {@value #ALIGNMENT_BYTES}-byte aligned. The free blocks are the entries of a B+ tree keyed by address:
+ * a leaf holds up to {@value #FANOUT} of them in address order (start and size) and is linked to its
+ * neighbours; an inner node holds, per child, the smallest start below it (the separator that routes an
+ * address) and the largest free size below it. Live slots are not in the tree: a primitive hash map ({@link LiveSlots})
+ * from a slot's start to its size says what a free gives back.
  * <ul>
  *   <li>{@link #reserve}: from the root, take the first child whose largest free block fits, down to
- *       the leaf, then its first free block that fits: that is the lowest-address block that fits.
- *       The slot is cut from the block's front and enters as a live entry just before it; an exact
- *       fit turns the block live.</li>
- *   <li>{@link #free}: route the offset to its leaf and find the block that holds it: only a live
- *       entry starting exactly there is freed; anything else (inside a free block: a double free;
- *       inside a slot or misaligned: an unknown offset) is refused before anything changes. The freed
- *       slot merges with each free neighbour (the adjacent entries), so no two free blocks are ever
- *       adjacent.</li>
+ *       the leaf, then its first block that fits: that is the lowest-address block that fits. The slot
+ *       is cut from the block's front, so the entry just moves its start up (an exact fit removes it).</li>
+ *   <li>{@link #free}: only an offset the live map holds is freed; anything else (inside a free block:
+ *       a double free; inside a slot or misaligned: an unknown offset) is refused before anything
+ *       changes. The offset routes to its leaf, where the free blocks just before and after it are the
+ *       neighbours it merges with, so no two free blocks are ever adjacent.</li>
  *   <li>{@link #largestFreeBlockBytes}: a field kept current by every update.</li>
  * </ul>
  * After a change, the maxima above it are raised in O(1) per level, or rescanned only when the entry
  * that shrank was the maximum, and only while they change.
  *
  * <h2>Complexity</h2>
- * With n blocks (free blocks plus live slots): reserve and free are O(log n), the tree's height, with
- * at most {@value #FANOUT} entries scanned per level (three levels hold tens of thousands of blocks);
- * the largest free block is O(1). Leaves split when full and are dropped when empty, so the height never
- * exceeds that of the largest number of blocks seen. Nodes live in flat {@code int} arrays reused
- * through a free list, so reserve and free allocate no object; the arrays only grow when the number of
- * blocks reaches a new high.
+ * With n free blocks: reserve and free are O(log n), the tree's height, with at most {@value #FANOUT}
+ * entries scanned per level (three levels hold tens of thousands of free blocks), plus an expected O(1)
+ * map operation; the largest free block is O(1). Leaves split when full and are dropped when empty, so
+ * the height never exceeds that of the largest number of free blocks seen. Nodes live in flat
+ * {@code int} arrays reused through a free list and the live map is open-addressed over a {@code long}
+ * array, so reserve and free allocate no object; the arrays only grow when the number of blocks or
+ * slots reaches a new high.
  *
  * <h2>Thread safety</h2>
  * None: callers serialize access (the segmented arena holds its lock around every call).
@@ -54,7 +53,7 @@ final class FirstFitAllocator {
     private final long capacityBytes;
 
     // Node n owns entries [n * FANOUT, n * FANOUT + count[n]) of keys, values and children.
-    // Leaves (height 0): key = block start, value = free size, or -size for a live slot.
+    // Leaves (height 0): key = free block start, value = its size.
     // Inner nodes: key = smallest start below, value = largest free size below, children = child node.
     private int[] keys;
     private int[] values;
@@ -70,8 +69,8 @@ final class FirstFitAllocator {
     private int root;
     private int largest;  // granules
     private int freeBlocks;
-    private int liveSlots;
     private long usedGranules;
+    private final LiveSlots live = new LiveSlots();
 
     private long reserves;
     private long frees;
@@ -115,17 +114,17 @@ final class FirstFitAllocator {
         int start = keys[i];
         int size = values[i];
         if (size == length) {
-            values[i] = -length;
+            removeAt(node, i - node * FANOUT);
             freeBlocks--;
-            lowered(node, size);
         } else {
-            // The free remainder keeps its entry, moved past the slot; the slot enters just before it.
             keys[i] = start + length;
             values[i] = size - length;
+            if (i == node * FANOUT) {
+                syncFirstKey(node);
+            }
             lowered(node, size);
-            insertAt(node, i - node * FANOUT, start, -length, NIL);
         }
-        liveSlots++;
+        live.put(start, length);
         usedGranules += length;
         reserves++;
         return (long) start << SHIFT;
@@ -138,15 +137,12 @@ final class FirstFitAllocator {
             return FreeOutcome.UNKNOWN_OFFSET;
         }
         int granule = (int) (offsetBytes >>> SHIFT);
-        int leaf = leafFor(granule);
-        int i = entryCovering(leaf, granule);
-        if (keys[i] != granule || values[i] > 0) {
+        int length = live.remove(granule);
+        if (length == LiveSlots.NONE) {
             refusedFrees++;
-            return values[i] > 0 ? FreeOutcome.DOUBLE_FREE : FreeOutcome.UNKNOWN_OFFSET;
+            return insideFreeBlock(granule) ? FreeOutcome.DOUBLE_FREE : FreeOutcome.UNKNOWN_OFFSET;
         }
-        int length = -values[i];
-        release(leaf, i, length);
-        liveSlots--;
+        release(granule, length);
         usedGranules -= length;
         frees++;
         return FreeOutcome.FREED;
@@ -157,9 +153,8 @@ final class FirstFitAllocator {
         if (offsetBytes < 0 || offsetBytes >= capacityBytes || (offsetBytes & (ALIGNMENT_BYTES - 1)) != 0) {
             return -1;
         }
-        int granule = (int) (offsetBytes >>> SHIFT);
-        int i = entryCovering(leafFor(granule), granule);
-        return keys[i] == granule && values[i] < 0 ? (long) -values[i] << SHIFT : -1;
+        int length = live.get((int) (offsetBytes >>> SHIFT));
+        return length == LiveSlots.NONE ? -1 : (long) length << SHIFT;
     }
 
     long capacityBytes() {
@@ -179,7 +174,7 @@ final class FirstFitAllocator {
     }
 
     int liveSlots() {
-        return liveSlots;
+        return live.size();
     }
 
     int freeBlocks() {
@@ -215,9 +210,7 @@ final class FirstFitAllocator {
         }
         for (; node != NIL; node = next[node]) {
             for (int i = node * FANOUT, end = i + count[node]; i < end; i++) {
-                if (values[i] > 0) {
-                    visitor.block((long) keys[i] << SHIFT, (long) values[i] << SHIFT);
-                }
+                visitor.block((long) keys[i] << SHIFT, (long) values[i] << SHIFT);
             }
         }
     }
@@ -237,26 +230,34 @@ final class FirstFitAllocator {
         return i;
     }
 
-    // Entry index of the block of `leaf` that holds `granule`: the last one starting at or before it.
-    private int entryCovering(int leaf, int granule) {
-        int i = leaf * FANOUT + count[leaf] - 1;
-        while (keys[i] > granule) {
+    // Entry index of the last free block of `leaf` starting at or before `granule`; one before the leaf when none.
+    private int lastStartingAtOrBefore(int leaf, int granule) {
+        int base = leaf * FANOUT;
+        int i = base + count[leaf] - 1;
+        while (i >= base && keys[i] > granule) {
             i--;
         }
         return i;
     }
 
-    // Turns the slot at entry `i` of `leaf` free and merges it with the free neighbours it touches.
-    private void release(int leaf, int i, int length) {
+    private boolean insideFreeBlock(int granule) {
+        int leaf = leafFor(granule);
+        int i = lastStartingAtOrBefore(leaf, granule);
+        return i >= leaf * FANOUT && granule < keys[i] + values[i];
+    }
+
+    // Frees the slot [granule, granule + length) and merges it with the free neighbours it touches.
+    private void release(int granule, int length) {
+        int leaf = leafFor(granule);
         int base = leaf * FANOUT;
-        int pos = i - base;
-        int predLeaf = pos > 0 ? leaf : prev[leaf];
-        int pred = pos > 0 ? i - 1 : predLeaf == NIL ? NIL : predLeaf * FANOUT + count[predLeaf] - 1;
-        int succLeaf = pos < count[leaf] - 1 ? leaf : next[leaf];
-        int succ = pos < count[leaf] - 1 ? i + 1 : succLeaf == NIL ? NIL : succLeaf * FANOUT;
-        boolean joinPred = pred != NIL && values[pred] > 0;
-        boolean joinSucc = succ != NIL && values[succ] > 0;
-        // Raise before removing: the removals' rescans then see the merged block, so every maximum stays exact.
+        int i = lastStartingAtOrBefore(leaf, granule);
+        int predLeaf = i >= base ? leaf : prev[leaf];
+        int pred = i >= base ? i : predLeaf == NIL ? NIL : predLeaf * FANOUT + count[predLeaf] - 1;
+        int succLeaf = i + 1 < base + count[leaf] ? leaf : next[leaf];
+        int succ = succLeaf == leaf ? i + 1 : succLeaf == NIL ? NIL : succLeaf * FANOUT;
+        boolean joinPred = pred != NIL && keys[pred] + values[pred] == granule;
+        boolean joinSucc = succ != NIL && keys[succ] == granule + length;
+        // Raise before removing: the removal's rescan then sees the merged block, so every maximum stays exact.
         if (joinPred) {
             values[pred] += length + (joinSucc ? values[succ] : 0);
             raised(predLeaf, values[pred]);
@@ -264,14 +265,15 @@ final class FirstFitAllocator {
                 removeAt(succLeaf, succ - succLeaf * FANOUT);
                 freeBlocks--;
             }
-            removeAt(leaf, pos);
         } else if (joinSucc) {
-            values[i] = length + values[succ];
-            raised(leaf, values[i]);
-            removeAt(succLeaf, succ - succLeaf * FANOUT);
+            keys[succ] = granule;
+            values[succ] += length;
+            if (succ == succLeaf * FANOUT) {
+                syncFirstKey(succLeaf);
+            }
+            raised(succLeaf, values[succ]);
         } else {
-            values[i] = length;
-            raised(leaf, length);
+            insertAt(leaf, i + 1 - base, granule, length, NIL);
             freeBlocks++;
         }
     }
