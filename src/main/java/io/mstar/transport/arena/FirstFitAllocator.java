@@ -18,8 +18,10 @@ import java.util.Arrays;
  *       is cut from the block's front, so the entry just moves its start up (an exact fit removes it).</li>
  *   <li>{@link #free}: only an offset the live map holds is freed; anything else (inside a free block:
  *       a double free; inside a slot or misaligned: an unknown offset) is refused before anything
- *       changes. The offset routes to its leaf, where the free blocks just before and after it are the
- *       neighbours it merges with, so no two free blocks are ever adjacent.</li>
+ *       changes. The free blocks just before and after the offset are the neighbours it merges with, so
+ *       no two free blocks are ever adjacent. They are found in the leaf the slot was cut from, which
+ *       the live map remembers, as long as a check of its first and last keys (and its neighbours')
+ *       shows they still are; otherwise the offset routes down from the root.</li>
  *   <li>{@link #largestFreeBlockBytes}: a field kept current by every update.</li>
  * </ul>
  * After a change, the maxima above it are raised in O(1) per level, or rescanned only when the entry
@@ -28,7 +30,8 @@ import java.util.Arrays;
  * <h2>Complexity</h2>
  * With n free blocks: reserve and free are O(log n), the tree's height, with at most {@value #FANOUT}
  * entries scanned per level (three levels hold tens of thousands of free blocks), plus an expected O(1)
- * map operation; the largest free block is O(1). Leaves split when full and are dropped when empty, so
+ * map operation; a free whose leaf is still the one its slot was cut from skips the descent. The
+ * largest free block is O(1). Leaves split when full and are dropped when empty, so
  * the height never exceeds that of the largest number of free blocks seen. Nodes live in flat
  * {@code int} arrays reused through a free list and the live map is open-addressed over a {@code long}
  * array, so reserve and free allocate no object; the arrays only grow when the number of blocks or
@@ -124,7 +127,7 @@ final class FirstFitAllocator {
             }
             lowered(node, size);
         }
-        live.put(start, length);
+        live.put(start, length, node);
         usedGranules += length;
         reserves++;
         return (long) start << SHIFT;
@@ -137,12 +140,15 @@ final class FirstFitAllocator {
             return FreeOutcome.UNKNOWN_OFFSET;
         }
         int granule = (int) (offsetBytes >>> SHIFT);
-        int length = live.remove(granule);
-        if (length == LiveSlots.NONE) {
+        int at = live.find(granule);
+        if (at < 0) {
             refusedFrees++;
             return insideFreeBlock(granule) ? FreeOutcome.DOUBLE_FREE : FreeOutcome.UNKNOWN_OFFSET;
         }
-        release(granule, length);
+        int length = live.length(at);
+        int leafHint = live.hint(at);
+        live.removeAt(at);
+        release(granule, length, leafHint);
         usedGranules -= length;
         frees++;
         return FreeOutcome.FREED;
@@ -247,8 +253,8 @@ final class FirstFitAllocator {
     }
 
     // Frees the slot [granule, granule + length) and merges it with the free neighbours it touches.
-    private void release(int granule, int length) {
-        int leaf = leafFor(granule);
+    private void release(int granule, int length, int leafHint) {
+        int leaf = neighboursLeaf(leafHint, granule) ? leafHint : leafFor(granule);
         int base = leaf * FANOUT;
         int i = lastStartingAtOrBefore(leaf, granule);
         int predLeaf = i >= base ? leaf : prev[leaf];
@@ -276,6 +282,21 @@ final class FirstFitAllocator {
             insertAt(leaf, i + 1 - base, granule, length, NIL);
             freeBlocks++;
         }
+    }
+
+    // Whether the free blocks just before and after `granule` (not a free block's start) are in `leaf` or
+    // are its last and next leaf's first: then it serves as leafFor(granule). The leaf a slot was cut
+    // from passes until splits and merges move its blocks; it may have been dropped or reused since.
+    private boolean neighboursLeaf(int leaf, int granule) {
+        if (height[leaf] != 0 || count[leaf] == 0) {
+            return false;
+        }
+        int first = leaf * FANOUT;
+        int last = first + count[leaf] - 1;
+        int before = prev[leaf];
+        int after = next[leaf];
+        return (keys[first] < granule || before == NIL || keys[before * FANOUT + count[before] - 1] < granule)
+            && (keys[last] > granule || after == NIL || keys[after * FANOUT] > granule);
     }
 
     // The leaf whose address range holds `granule`: at each level, the last child whose separator is <= granule.

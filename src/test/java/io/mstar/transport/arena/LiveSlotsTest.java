@@ -10,7 +10,10 @@ import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-/** Seeded random puts and removes against a {@link HashMap}, with keys dense enough to form long probe runs. */
+/**
+ * Seeded random puts and removes against a {@link HashMap}, with keys dense enough to form long probe
+ * runs; the seed is in every failure message.
+ */
 class LiveSlotsTest {
     @Test
     void matchesAHashMapThroughGrowthAndDeletions() {
@@ -24,11 +27,13 @@ class LiveSlotsTest {
             int start = random.nextInt(step < 100_000 ? 1 << 16 : 1 << 12) * 16; // dense, then denser
             if (random.nextInt(3) != 0 && !model.containsKey(start)) {
                 int length = 1 + random.nextInt(1 << 20);
-                slots.put(start, length);
+                slots.put(start, length, length ^ start);
                 model.put(start, length);
                 keys.add(start);
             } else if (!keys.isEmpty()) {
                 int k = keys.remove(random.nextInt(keys.size()));
+                int at = slots.find(k);
+                assertEquals(k ^ model.get(k), slots.hint(at), where + ": the hint moves with its slot");
                 assertEquals((int) model.remove(k), slots.remove(k), where);
                 assertEquals(LiveSlots.NONE, slots.remove(k), where + ": removed twice");
             }
@@ -41,7 +46,7 @@ class LiveSlotsTest {
         }
         assertEquals(LiveSlots.NONE, slots.get(Integer.MAX_VALUE - 1), "the largest start");
         LiveSlots fresh = new LiveSlots();
-        fresh.put(0, 7);
+        fresh.put(0, 7, 0);
         assertEquals(7, fresh.get(0), "start 0 is a valid key");
     }
 }
