@@ -3,17 +3,17 @@ package io.mstar.transport.arena;
 /**
  * The live slots of one allocator: start granule to size in granules, and a hint of where the free
  * blocks around the slot were (see {@link FirstFitAllocator}). Open addressing with linear probing and
- * backward-shift deletion over a {@code long} array (start and size packed in one element, so a probe
- * reads one array) and a parallel {@code int} array of hints; both double when half full, so operations
- * allocate nothing and probe about two elements on average. Not thread-safe.
+ * backward-shift deletion; each entry is two adjacent {@code long}s (start and size packed, then the
+ * hint), so a lookup reads one cache line. The table doubles when half full, so operations allocate
+ * nothing and probe about two entries on average. Not thread-safe.
  */
 final class LiveSlots {
-    /** What {@link #get} and {@link #remove} return for a start that holds no live slot; never a size. */
+    /** What {@link #get} returns for a start that holds no live slot; never a size. */
     static final int NONE = 0;
     private static final long EMPTY = 0;
 
-    private long[] table = new long[64];
-    private int[] hints = new int[64];
+    private long[] table = new long[2 * 64]; // entry e: table[2e] = start + 1 << 32 | size, table[2e + 1] = hint
+    private int mask = 63;
     private int shift = Integer.SIZE - 6;
     private int size;
 
@@ -23,69 +23,55 @@ final class LiveSlots {
 
     /** Records a live slot; {@code start} must not hold one already. */
     void put(int start, int length, int hint) {
-        if (2 * (size + 1) > table.length) {
-            resize(table.length * 2);
+        if (2 * (size + 1) > mask + 1) {
+            resize(2 * (mask + 1));
         }
-        int mask = table.length - 1;
-        int i = home(start);
-        while (table[i] != EMPTY) {
-            i = (i + 1) & mask;
+        int e = home(start);
+        while (table[2 * e] != EMPTY) {
+            e = (e + 1) & mask;
         }
-        table[i] = pack(start, length);
-        hints[i] = hint;
+        table[2 * e] = (long) (start + 1) << 32 | length; // + 1: start 0 packs to non-zero too
+        table[2 * e + 1] = hint;
         size++;
     }
 
     int get(int start) {
-        int i = find(start);
-        return i < 0 ? NONE : length(i);
+        int e = find(start);
+        return e < 0 ? NONE : length(e);
     }
 
-    /** Removes the slot at {@code start} and returns its size, or {@link #NONE}. */
-    int remove(int start) {
-        int i = find(start);
-        if (i < 0) {
-            return NONE;
-        }
-        int length = length(i);
-        removeAt(i);
-        return length;
-    }
-
-    /** The position of the slot at {@code start}, or -1; valid until the next put or remove. */
+    /** The entry of the slot at {@code start}, or -1; valid until the next put or removal. */
     int find(int start) {
-        int mask = table.length - 1;
         long key = (long) (start + 1) << 32;
-        for (int i = home(start); table[i] != EMPTY; i = (i + 1) & mask) {
-            if ((table[i] & 0xFFFF_FFFF_0000_0000L) == key) {
-                return i;
+        for (int e = home(start); table[2 * e] != EMPTY; e = (e + 1) & mask) {
+            if ((table[2 * e] & 0xFFFF_FFFF_0000_0000L) == key) {
+                return e;
             }
         }
         return -1;
     }
 
-    int length(int position) {
-        return (int) table[position];
+    int length(int entry) {
+        return (int) table[2 * entry];
     }
 
-    int hint(int position) {
-        return hints[position];
+    int hint(int entry) {
+        return (int) table[2 * entry + 1];
     }
 
-    void removeAt(int i) {
+    void removeAt(int entry) {
         // Backward shift: move later entries of the probe run into the hole unless that would put one
         // before its home position, so lookups never need tombstones.
-        int mask = table.length - 1;
-        int hole = i;
-        for (int j = (i + 1) & mask; table[j] != EMPTY; j = (j + 1) & mask) {
-            int home = home((int) (table[j] >>> 32) - 1);
-            if (((j - home) & mask) >= ((j - hole) & mask)) {
-                table[hole] = table[j];
-                hints[hole] = hints[j];
-                hole = j;
+        int hole = entry;
+        for (int e = (entry + 1) & mask; table[2 * e] != EMPTY; e = (e + 1) & mask) {
+            int home = home((int) (table[2 * e] >>> 32) - 1);
+            if (((e - home) & mask) >= ((e - hole) & mask)) {
+                table[2 * hole] = table[2 * e];
+                table[2 * hole + 1] = table[2 * e + 1];
+                hole = e;
             }
         }
-        table[hole] = EMPTY;
+        table[2 * hole] = EMPTY;
         size--;
     }
 
@@ -94,26 +80,19 @@ final class LiveSlots {
         return (start * 0x9E3779B9) >>> shift;
     }
 
-    // Start + 1 in the high half keeps every packed slot non-zero (start 0 included).
-    private static long pack(int start, int length) {
-        return (long) (start + 1) << 32 | length;
-    }
-
-    private void resize(int capacity) {
+    private void resize(int entries) {
         long[] old = table;
-        int[] oldHints = hints;
-        table = new long[capacity];
-        hints = new int[capacity];
-        shift = Integer.SIZE - Integer.numberOfTrailingZeros(capacity);
-        int mask = capacity - 1;
-        for (int k = 0; k < old.length; k++) {
+        table = new long[2 * entries];
+        mask = entries - 1;
+        shift = Integer.SIZE - Integer.numberOfTrailingZeros(entries);
+        for (int k = 0; k < old.length; k += 2) {
             if (old[k] != EMPTY) {
-                int i = home((int) (old[k] >>> 32) - 1);
-                while (table[i] != EMPTY) {
-                    i = (i + 1) & mask;
+                int e = home((int) (old[k] >>> 32) - 1);
+                while (table[2 * e] != EMPTY) {
+                    e = (e + 1) & mask;
                 }
-                table[i] = old[k];
-                hints[i] = oldHints[k];
+                table[2 * e] = old[k];
+                table[2 * e + 1] = old[k + 1];
             }
         }
     }
