@@ -19,10 +19,18 @@ public interface TensorChannel extends AutoCloseable {
     /** Sends ACKs to {@code toEntity}, the producer of these tensors. */
     void sendAcks(String toEntity, Collection<UUID> uuids);
 
-    /** Delivers up to {@code limit} waiting messages to the listener without blocking; returns how many. */
+    /**
+     * Delivers up to {@code limit} waiting messages to the listener without blocking; returns how many.
+     *
+     * @throws IllegalStateException when the channel is closed (also when another thread closes it meanwhile)
+     */
     int poll(Listener listener, int limit);
 
-    /** Waits (with a backoff idle strategy) until at least one message is delivered or the timeout passes. */
+    /**
+     * Waits (with a backoff idle strategy) until at least one message is delivered or the timeout passes.
+     *
+     * @throws IllegalStateException when the channel is closed (also when another thread closes it meanwhile)
+     */
     int receive(Listener listener, Duration timeout);
 
     @Override

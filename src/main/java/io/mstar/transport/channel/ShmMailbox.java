@@ -35,6 +35,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 import java.util.function.ToIntFunction;
@@ -84,9 +85,17 @@ public final class ShmMailbox implements TensorChannel {
     private final ThreadLocal<ByteBuffer> messages =
         ThreadLocal.withInitial(() -> ByteBuffer.allocate(RING_BYTES / 8).order(ByteOrder.LITTLE_ENDIAN));
     private long stuckSinceNs = -1;
+    private final List<Message> polled = new ArrayList<>(); // copied out of the ring, then dispatched
+    // Agrona reads and writes the rings through raw addresses, which nothing guards once unmapped: a
+    // thread touches a ring only between enter() and exit(), and close() unmaps only when none does
+    // (a shutdown hook closes while application threads still poll and send).
+    private final AtomicInteger inRing = new AtomicInteger();
     private volatile boolean closed;
 
     private record Peer(MappedSegment file, ManyToOneRingBuffer ring) {
+    }
+
+    private record Message(int type, byte[] bytes) {
     }
 
     private ShmMailbox(Path dir, Namespace namespace, String entity, MappedSegment file, NamespaceLock lock) {
@@ -233,31 +242,54 @@ public final class ShmMailbox implements TensorChannel {
         message.putShort(1 + entity.length(), (short) count);
         UnsafeBuffer source = new UnsafeBuffer(message.array(), 0, message.position());
         long deadline = System.nanoTime() + SEND_TIMEOUT_NS;
-        while (!peer.ring.write(type, source, 0, message.position())) {
-            if (closed || System.nanoTime() > deadline) {
-                throw new MstarTransportException("mailbox full: entity=" + toEntity + " took no message for "
-                    + SEND_TIMEOUT_NS / 1_000_000_000L + " s; is it polling its mailbox?");
+        enter();
+        try {
+            while (!peer.ring.write(type, source, 0, message.position())) {
+                if (closed) {
+                    throw closedException();
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new MstarTransportException("mailbox full: entity=" + toEntity + " took no message for "
+                        + SEND_TIMEOUT_NS / 1_000_000_000L + " s; is it polling its mailbox?");
+                }
+                Thread.onSpinWait();
             }
-            Thread.onSpinWait();
+        } finally {
+            exit();
         }
     }
 
+    /** Polls from one thread at a time (the ring has one reader); the listener runs outside the ring. */
     @Override
     public int poll(Listener listener, int limit) {
-        int read = inbox.read((type, buffer, index, length) -> {
-            byte[] bytes = new byte[length];
-            buffer.getBytes(index, bytes);
-            try {
-                dispatch(type, bytes, listener);
-            } catch (RuntimeException e) {
-                badMessages.incrementAndGet();
-                LOG.warn("mailbox message refused: entity={}, type={}, length={}: {}", entity, type, length, e.toString());
+        int read;
+        enter();
+        try {
+            read = inbox.read((type, buffer, index, length) -> {
+                byte[] bytes = new byte[length];
+                buffer.getBytes(index, bytes);
+                polled.add(new Message(type, bytes));
+            }, limit);
+            if (read == 0) {
+                unblockIfStuck();
+            } else {
+                stuckSinceNs = -1;
             }
-        }, limit);
-        if (read == 0) {
-            unblockIfStuck();
-        } else {
-            stuckSinceNs = -1;
+        } finally {
+            exit();
+        }
+        try {
+            for (Message m : polled) {
+                try {
+                    dispatch(m.type, m.bytes, listener);
+                } catch (RuntimeException e) {
+                    badMessages.incrementAndGet();
+                    LOG.warn("mailbox message refused: entity={}, type={}, length={}: {}", entity, m.type,
+                        m.bytes.length, e.toString());
+                }
+            }
+        } finally {
+            polled.clear();
         }
         return read;
     }
@@ -266,14 +298,13 @@ public final class ShmMailbox implements TensorChannel {
     public int receive(Listener listener, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         idle.reset();
-        while (!closed) {
+        while (true) {
             int read = poll(listener, 64);
             if (read > 0 || System.nanoTime() > deadline) {
                 return read;
             }
             idle.idle();
         }
-        return 0;
     }
 
     // A record claimed and never committed (its writer died) leaves the producer position ahead for good.
@@ -332,21 +363,44 @@ public final class ShmMailbox implements TensorChannel {
         }
     }
 
-    private Peer peer(String toEntity) {
-        if (closed) {
-            throw new IllegalStateException("mailbox is closed: entity=" + entity);
+    private void enter() {
+        inRing.incrementAndGet();
+        if (closed) { // read after the increment: close() sets it before it waits for inRing to drain
+            inRing.decrementAndGet();
+            throw closedException();
         }
-        return peers.computeIfAbsent(ShmNames.checkEntity(toEntity), e -> {
-            String name = ShmNames.mailbox(namespace, e);
-            MappedSegment peerFile;
-            try {
-                peerFile = MappedSegment.openPeer(dir, name, FILE_BYTES, true);
-            } catch (SegmentAccessException ex) {
-                throw new SegmentAccessException("no mailbox for entity " + e + " (is it running in this deployment?): "
-                    + ex.getMessage(), ex);
+    }
+
+    private void exit() {
+        inRing.decrementAndGet();
+    }
+
+    private IllegalStateException closedException() {
+        return new IllegalStateException("mailbox is closed: entity=" + entity);
+    }
+
+    private Peer peer(String toEntity) {
+        Peer known = peers.get(toEntity);
+        if (known != null) {
+            return known; // its ring is used only between enter() and exit()
+        }
+        synchronized (this) { // as close(): no peer is mapped after close() unmapped the others
+            if (closed) {
+                throw closedException();
             }
-            return new Peer(peerFile, ring(peerFile));
-        });
+            return peers.computeIfAbsent(ShmNames.checkEntity(toEntity), this::mapPeer);
+        }
+    }
+
+    private Peer mapPeer(String peer) {
+        MappedSegment peerFile;
+        try {
+            peerFile = MappedSegment.openPeer(dir, ShmNames.mailbox(namespace, peer), FILE_BYTES, true);
+        } catch (SegmentAccessException e) {
+            throw new SegmentAccessException("no mailbox for entity " + peer + " (is it running in this deployment?): "
+                + e.getMessage(), e);
+        }
+        return new Peer(peerFile, ring(peerFile));
     }
 
     private static ManyToOneRingBuffer ring(MappedSegment file) {
@@ -375,6 +429,9 @@ public final class ShmMailbox implements TensorChannel {
         }
         closed = true;
         ShutdownCleanup.unregister(this);
+        while (inRing.get() > 0) { // each holder leaves within one ring operation or one write attempt
+            Thread.onSpinWait();
+        }
         peers.values().forEach(p -> p.file.unmap());
         peers.clear();
         try {

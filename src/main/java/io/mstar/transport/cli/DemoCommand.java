@@ -230,8 +230,12 @@ final class DemoCommand {
                         window.get().release(uuids.size());
                     }
                 };
-                while (!Thread.currentThread().isInterrupted()) {
-                    mailbox.receive(listener, Duration.ofMillis(50));
+                try {
+                    while (!Thread.currentThread().isInterrupted()) {
+                        mailbox.receive(listener, Duration.ofMillis(50));
+                    }
+                } catch (IllegalStateException closed) {
+                    // the mailbox closed at the end of the run
                 }
             });
             if (!mailbox.awaitPeer("consumer", Duration.ofSeconds(30))) {

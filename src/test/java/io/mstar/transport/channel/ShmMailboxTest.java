@@ -8,6 +8,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.shm.MappedSegment;
+import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
@@ -136,5 +137,19 @@ class ShmMailboxTest {
                 () -> producer.sendAcks("nobody", List.of(UUID.randomUUID())));
             assertTrue(e.getMessage().contains("no mailbox for entity nobody"), e.getMessage());
         }
+    }
+
+    /**
+     * Closing while other threads poll and send (a shutdown hook under application threads) must end them
+     * with "closed", never touch an unmapped ring: that would kill the JVM, so it runs in a child.
+     */
+    @Test
+    void closeWhileOtherThreadsUseTheRingsNeverCrashes() throws Exception {
+        ChildJvm child = ChildJvm.start(MailboxCloseRace.class, shm.path().toString(), "200");
+        int exit = child.await(120);
+        assertEquals(null, child.crashReport(), "the child JVM crashed");
+        assertEquals(0, exit, child.output());
+        assertEquals("200", child.result("rounds"));
+        child.deleteLog();
     }
 }

@@ -153,10 +153,12 @@ class CrashTest {
         sleepRandom();
         producer.process().destroy(); // SIGTERM: the shutdown hook closes the transport and the mailbox
         consumer.process().destroy();
-        producer.process().waitFor(60, TimeUnit.SECONDS);
-        consumer.process().waitFor(60, TimeUnit.SECONDS);
-        producer.deleteLog();
-        consumer.deleteLog();
+        for (ChildJvm child : List.of(producer, consumer)) {
+            int exit = child.await(60);
+            assertEquals(null, child.crashReport(), "a JVM crashed while its shutdown hook closed under its threads");
+            assertEquals(128 + 15, exit, "died of the SIGTERM, after the hooks ran:\n" + child.output());
+            child.deleteLog();
+        }
         assertEquals(List.of(), ShmTestDir.list(shm.path()), "no reclaim needed after SIGTERM");
     }
 

@@ -142,8 +142,12 @@ public final class Node {
                         transport.ack(uuids);
                     }
                 };
-                while (!Thread.currentThread().isInterrupted()) {
-                    mailbox.receive(listener, Duration.ofMillis(50));
+                try {
+                    while (!Thread.currentThread().isInterrupted()) {
+                        mailbox.receive(listener, Duration.ofMillis(50));
+                    }
+                } catch (IllegalStateException closed) {
+                    // the mailbox closed at the end of the run
                 }
             });
             for (String consumer : consumers) {

@@ -8,7 +8,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-/** A real child JVM running a test main class with this JVM's class path; its output goes to a file. */
+/**
+ * A real child JVM running a test main class with this JVM's class path; its output goes to a file, and
+ * a fatal error report (a crash: SIGSEGV and the like) to a file of its own, never the working directory.
+ */
 public final class ChildJvm {
     private final Process process;
     private final Path log;
@@ -31,14 +34,15 @@ public final class ChildJvm {
     public static ChildJvm start(boolean mailboxFlag, Map<String, String> env, Class<?> main, String... args)
         throws IOException {
         String java = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
-        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx512m"));
+        Path log = Files.createTempFile("mstar-child-", ".log");
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
+            "-XX:ErrorFile=" + crashReport(log)));
         if (mailboxFlag) {
             command.add("--add-exports");
             command.add("java.base/jdk.internal.misc=ALL-UNNAMED");
         }
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(List.of(args));
-        Path log = Files.createTempFile("mstar-child-", ".log");
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
         builder.environment().putAll(env);
         Process process = builder.start();
@@ -75,6 +79,21 @@ public final class ChildJvm {
             }
         }
         return null;
+    }
+
+    /** The head of the JVM's fatal error report when the child crashed (the file stays for a look), else null. */
+    public String crashReport() throws IOException {
+        Path report = crashReport(log);
+        if (!Files.exists(report)) {
+            return null;
+        }
+        try (var lines = Files.lines(report)) {
+            return report + ":\n" + String.join("\n", lines.limit(12).toList());
+        }
+    }
+
+    private static Path crashReport(Path log) {
+        return log.resolveSibling(log.getFileName() + ".hs_err");
     }
 
     public void deleteLog() throws IOException {
