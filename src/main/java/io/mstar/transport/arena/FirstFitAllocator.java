@@ -10,8 +10,8 @@ import java.util.Arrays;
  * {@value #ALIGNMENT_BYTES}-byte aligned. The free blocks are the entries of a B+ tree keyed by address:
  * a leaf holds up to {@value #FANOUT} of them in address order (start and size) and is linked to its
  * neighbours; an inner node holds, per child, the smallest start below it (the separator that routes an
- * address) and the largest free size below it. Live slots are not in the tree: a primitive hash map ({@link LiveSlots})
- * from a slot's start to its size says what a free gives back.
+ * address) and the largest free size below it. Live slots are not in the tree: a primitive hash map
+ * ({@link LiveSlots}) from a slot's start to its size says what a free gives back.
  * <ul>
  *   <li>{@link #reserve}: from the root, take the first child whose largest free block fits, down to
  *       the leaf, then its first block that fits: that is the lowest-address block that fits. The slot
@@ -31,11 +31,10 @@ import java.util.Arrays;
  * With n free blocks: reserve and free are O(log n), the tree's height, with at most {@value #FANOUT}
  * entries scanned per level (three levels hold tens of thousands of free blocks), plus an expected O(1)
  * map operation; a free whose leaf is still the one its slot was cut from skips the descent. The
- * largest free block is O(1). Leaves split when full and are dropped when empty, so
- * the height never exceeds that of the largest number of free blocks seen. Nodes live in flat
- * {@code int} arrays reused through a free list and the live map is open-addressed over a {@code long}
- * array, so reserve and free allocate no object; the arrays only grow when the number of blocks or
- * slots reaches a new high.
+ * largest free block is O(1). Leaves split when full and are dropped when empty, so the height never
+ * exceeds that of the largest number of free blocks seen. Nodes live in flat {@code int} arrays reused
+ * through a free list and the live map is open-addressed over a {@code long} array, so reserve and free
+ * allocate no object; the arrays only grow when the number of blocks or slots reaches a new high.
  *
  * <h2>Thread safety</h2>
  * None: callers serialize access (the segmented arena holds its lock around every call).
@@ -475,8 +474,8 @@ final class FirstFitAllocator {
         }
     }
 
-    // Entries past a node's count hold 0, so the loop can run over the whole node: a fixed trip count
-    // that the JIT turns into a few vector instructions.
+    // Entries past a node's count hold 0, so the loop can run over the whole node: with a fixed trip
+    // count, its exit is never a mispredicted branch, which measured faster than looping to the count.
     private int nodeMax(int node) {
         int max = 0;
         for (int i = node * FANOUT, end = i + FANOUT; i < end; i++) {
