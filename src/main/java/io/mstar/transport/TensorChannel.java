@@ -13,11 +13,26 @@ import java.util.UUID;
  * likes, and call {@link TensorTransport#receive} and {@link TensorTransport#ack} itself.
  */
 public interface TensorChannel extends AutoCloseable {
-    /** Sends a batch of descriptors to {@code toEntity}; blocks while its mailbox is full. */
+    /**
+     * Sends a batch of descriptors to {@code toEntity}; blocks while its mailbox is full.
+     *
+     * @throws PeerUnavailableException when {@code toEntity} never started, or died and has not come back;
+     *                                  the tensors stay in flight (send them again, or ACK them yourself)
+     */
     void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors);
 
-    /** Sends ACKs to {@code toEntity}, the producer of these tensors. */
+    /**
+     * Sends ACKs to {@code toEntity}, the producer of these tensors.
+     *
+     * @throws PeerUnavailableException when {@code toEntity} never started, or died and has not come back
+     */
     void sendAcks(String toEntity, Collection<UUID> uuids);
+
+    /**
+     * Waits until {@code entity} runs and can receive (it started, or a restarted process took its place),
+     * or the timeout passes; returns whether it runs.
+     */
+    boolean awaitPeer(String entity, Duration timeout) throws InterruptedException;
 
     /**
      * Delivers up to {@code limit} waiting messages to the listener without blocking; returns how many.

@@ -13,7 +13,8 @@ public final class TensorChannels {
      * {@code endpoint}. Needs the JVM flag {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED}.
      */
     public static TensorChannel mailbox(TransportConfig config, String endpoint, String entity) {
-        return ShmMailbox.open(config.shmDir(), Namespace.of(config.deploymentToken(), endpoint), entity);
+        return ShmMailbox.open(config.shmDir(), Namespace.of(config.deploymentToken(), endpoint), entity,
+            config.reclaimInterval());
     }
 
     /**
@@ -22,7 +23,8 @@ public final class TensorChannels {
      * that dies before ACKing them (checked every half second).
      */
     public static TensorChannel mailbox(TransportConfig config, String endpoint, String entity, TensorTransport transport) {
-        ShmMailbox mailbox = ShmMailbox.open(config.shmDir(), Namespace.of(config.deploymentToken(), endpoint), entity);
+        ShmMailbox mailbox = ShmMailbox.open(config.shmDir(), Namespace.of(config.deploymentToken(), endpoint), entity,
+            config.reclaimInterval());
         mailbox.attach(transport);
         return mailbox;
     }

@@ -2,6 +2,7 @@ package io.mstar.transport;
 
 import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.spill.FileTransport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,7 +31,7 @@ public final class TensorTransports {
     public static TensorTransport create(TransportConfig config, String endpoint, String entity, boolean logStats) {
         Namespace namespace = Namespace.of(config.deploymentToken(), endpoint);
         return switch (config.mode()) {
-            case FILE -> new FileTransport(config.shmDir(), namespace, entity);
+            case FILE -> new FileTransport(Owner.create(config.shmDir(), namespace, entity), config.reclaimInterval());
             case ARENA -> ArenaTransport.open(config, namespace, entity, logStats);
             case AUTO -> {
                 try {
@@ -38,7 +39,7 @@ public final class TensorTransports {
                 } catch (MstarTransportException | UnsupportedOperationException | LinkageError e) {
                     LOG.warn("the arena cannot start, using the file transport ({}=AUTO): {}", TransportConfig.ARENA,
                         e.getMessage());
-                    yield new FileTransport(config.shmDir(), namespace, entity);
+                    yield new FileTransport(Owner.create(config.shmDir(), namespace, entity), config.reclaimInterval());
                 }
             }
         };

@@ -26,7 +26,8 @@ import java.util.function.Function;
  * @param pinMaxMb          {@value #PIN_MAX_MB}: pinned host memory budget per process, MiB
  * @param slotTtl           {@value #SLOT_TTL_S}: reclaim slots older than this without an ACK; zero is off
  * @param statsInterval     {@value #STATS_INTERVAL_S}: period of the stats log line when stats logging is on
- * @param shmDir            {@value #SHM_DIR}: where segments, spill files and lock files live
+ * @param reclaimInterval   {@value #RECLAIM_INTERVAL_S}: how often this process sweeps dead owners' files; zero is off
+ * @param shmDir            {@value #SHM_DIR}: where segments, spill files and mailboxes live
  * @param deploymentToken   {@value #DEPLOYMENT_TOKEN}: per-launch token mixed into the namespace, or null
  * @param cudartPath        {@value #CUDART}: the CUDA runtime library to load, or null to search for it
  */
@@ -41,6 +42,7 @@ public record TransportConfig(
     long pinMaxMb,
     Duration slotTtl,
     Duration statsInterval,
+    Duration reclaimInterval,
     Path shmDir,
     String deploymentToken,
     String cudartPath) {
@@ -55,6 +57,10 @@ public record TransportConfig(
     public static final String PIN_MAX_MB = "MSTAR_SHM_ARENA_PIN_MAX_MB";
     public static final String SLOT_TTL_S = "MSTAR_SHM_ARENA_SLOT_TTL_S";
     public static final String STATS_INTERVAL_S = "MSTAR_SHM_ARENA_STATS_INTERVAL_S";
+    /** This library's own knob (M* has none): seconds between sweeps of dead owners' files, {@code 0} off. */
+    public static final String RECLAIM_INTERVAL_S = "MSTAR_SHM_RECLAIM_INTERVAL_S";
+    /** {@value #RECLAIM_INTERVAL_S}'s default, for components built without a configuration. */
+    public static final Duration RECLAIM_INTERVAL_DEFAULT = Duration.ofSeconds(30);
     public static final String SHM_DIR = "MSTAR_SHM_DIR";
     public static final String DEPLOYMENT_TOKEN = "MSTAR_DEPLOYMENT_TOKEN";
     public static final String CUDART = "MSTAR_CUDART";
@@ -81,6 +87,7 @@ public record TransportConfig(
         Objects.requireNonNull(spillAfter, "spillAfter");
         Objects.requireNonNull(slotTtl, "slotTtl");
         Objects.requireNonNull(statsInterval, "statsInterval");
+        Objects.requireNonNull(reclaimInterval, "reclaimInterval");
         Objects.requireNonNull(shmDir, "shmDir");
     }
 
@@ -103,6 +110,7 @@ public record TransportConfig(
             r.integer(PIN_MAX_MB, 4096, 0, 1L << 30),
             r.seconds(SLOT_TTL_S, "0", true),
             r.seconds(STATS_INTERVAL_S, "60", false),
+            r.seconds(RECLAIM_INTERVAL_S, "30", true),
             r.directory(SHM_DIR, "/dev/shm"),
             r.text(DEPLOYMENT_TOKEN),
             r.text(CUDART));
@@ -135,6 +143,7 @@ public record TransportConfig(
         values.put(PIN_MAX_MB, Long.toString(pinMaxMb));
         values.put(SLOT_TTL_S, seconds(slotTtl));
         values.put(STATS_INTERVAL_S, seconds(statsInterval));
+        values.put(RECLAIM_INTERVAL_S, seconds(reclaimInterval));
         values.put(SHM_DIR, shmDir.toString());
         values.put(DEPLOYMENT_TOKEN, deploymentToken == null ? "unset" : "set");
         values.put(CUDART, cudartPath == null ? "search" : cudartPath);

@@ -200,7 +200,7 @@ public abstract class TensorTransportContract {
         TensorDescriptor d = producer.send("r", List.of(t)).getFirst();
         try (ReceivedTensor in = consumer.receive(d)) {
             producer.unlinkOwnedFiles();
-            assertEquals(List.of(), ShmTestDir.listData(shm.path()), "only the shared lock file stays");
+            assertEquals(List.of(), ShmTestDir.list(shm.path()), "no file stays");
             assertEquals(crc(t.data()), crc(in.data()), "a mapped view survives the unlink");
         }
         producer.ack(List.of(d.uuid()));
@@ -210,7 +210,7 @@ public abstract class TensorTransportContract {
     void closeLeavesNoFiles() {
         TensorTransport producer = open("producer");
         producer.send("r", List.of(randomTensor(new SplittableRandom(11), DType.U8, 4096)));
-        assertTrue(!ShmTestDir.listData(shm.path()).isEmpty());
+        assertTrue(!ShmTestDir.list(shm.path()).isEmpty());
         producer.close();
         producer.close();
         assertEquals(List.of(), ShmTestDir.list(shm.path()));

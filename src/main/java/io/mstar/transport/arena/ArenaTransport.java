@@ -37,6 +37,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -72,6 +73,7 @@ public final class ArenaTransport implements TensorTransport {
     private final SegmentedArena arena;
     private final FileTransport spill;
     private final PeerSegments peers;
+    private final StatsFile stats; // null when stats logging is off
     private final String entity;
     private final InFlightTable inFlight = new InFlightTable(); // guarded by itself
     private final ReentrantLock ackLock = new ReentrantLock();
@@ -95,8 +97,10 @@ public final class ArenaTransport implements TensorTransport {
     private final AtomicLong deadConsumerReclaims = new AtomicLong();
     private final Map<UUID, String> consumerOf = new ConcurrentHashMap<>();
     private volatile java.util.function.Predicate<String> consumerAlive;
+    private final java.util.Set<String> deadConsumersReported = ConcurrentHashMap.newKeySet();
     private final AtomicLong tensorsReceived = new AtomicLong();
-    private volatile boolean closed;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Object closing = new Object(); // a second close waits for the first to finish
 
 
     /**
@@ -123,8 +127,9 @@ public final class ArenaTransport implements TensorTransport {
         this.config = config;
         this.arena = arena;
         this.entity = arena.entity();
-        this.spill = new FileTransport(arena.directory(), arena.namespace(), arena.entity());
-        this.peers = new PeerSegments(arena.directory(), new MappingListener() {
+        this.spill = new FileTransport(arena.owner(), config.reclaimInterval());
+        this.stats = logStats ? new StatsFile(arena.owner()) : null;
+        this.peers = new PeerSegments(arena.owner().dir(), new MappingListener() {
             @Override
             public void mapped(MappedSegment segment) {
                 pins.mapped(segment);
@@ -486,22 +491,31 @@ public final class ArenaTransport implements TensorTransport {
     /** Frees the tensors sent to consumers that died before ACKing them; returns how many. */
     int reclaimFromDeadConsumers() {
         java.util.function.Predicate<String> alive = consumerAlive;
-        if (alive == null || closed || consumerOf.isEmpty()) {
+        if (alive == null || closed.get() || consumerOf.isEmpty()) {
             return 0;
         }
         Map<String, Boolean> verdicts = new java.util.HashMap<>();
-        int reclaimed = 0;
+        Map<String, Integer> freedPerConsumer = new java.util.TreeMap<>();
         for (Map.Entry<UUID, String> e : consumerOf.entrySet()) {
             if (!verdicts.computeIfAbsent(e.getValue(), alive::test) && consumerOf.remove(e.getKey(), e.getValue())) {
                 if (releaseTensor(e.getKey())) {
-                    reclaimed++;
+                    freedPerConsumer.merge(e.getValue(), 1, Integer::sum);
                 }
             }
         }
-        if (reclaimed > 0) {
-            deadConsumerReclaims.addAndGet(reclaimed);
-            LOG.warn("freed {} tensors sent to consumers that died before ACKing them: consumers={}", reclaimed,
-                verdicts.entrySet().stream().filter(v -> !v.getValue()).map(Map.Entry::getKey).toList());
+        int reclaimed = freedPerConsumer.values().stream().mapToInt(Integer::intValue).sum();
+        deadConsumerReclaims.addAndGet(reclaimed);
+        // One warning per dead consumer (an incident), however many checks find more of its tensors.
+        freedPerConsumer.forEach((consumer, freed) -> {
+            if (deadConsumersReported.add(consumer)) {
+                LOG.warn("consumer died before ACKing: consumer={}, tensorsFreed={} (later ones are counted in"
+                    + " deadConsumerReclaims)", consumer, freed);
+            } else {
+                LOG.debug("freed more tensors of a dead consumer: consumer={}, tensorsFreed={}", consumer, freed);
+            }
+        });
+        if (deadConsumersReported.size() > 4096) {
+            deadConsumersReported.clear();
         }
         return reclaimed;
     }
@@ -532,7 +546,7 @@ public final class ArenaTransport implements TensorTransport {
         String line = statsSummary().toLogLine();
         LOG.info("arena stats: {}", line);
         try {
-            StatsFile.write(arena.directory(), arena.namespace(), entity, line);
+            stats.write(line);
         } catch (RuntimeException e) {
             LOG.debug("stats file not written: {}", e.toString());
         }
@@ -541,7 +555,7 @@ public final class ArenaTransport implements TensorTransport {
     /** Frees slots that waited longer than the TTL for their ACK; returns how many. */
     int reclaimExpired() {
         long ttlNs = config.slotTtl().toNanos();
-        if (ttlNs == 0 || closed) {
+        if (ttlNs == 0 || closed.get()) {
             return 0;
         }
         long now = System.nanoTime();
@@ -550,14 +564,20 @@ public final class ArenaTransport implements TensorTransport {
             inFlight.removeOlderThan(now - ttlNs, (msb, lsb, slot, nbytes, sentAt) ->
                 expired.add(new long[] {msb, lsb, slot, nbytes, sentAt}));
         }
-        int reclaimed = expired.size();
+        long oldestMs = 0;
         for (long[] e : expired) {
-            UUID uuid = new UUID(e[0], e[1]);
-            consumerOf.remove(uuid);
+            consumerOf.remove(new UUID(e[0], e[1]));
             arena.free(e[2]);
-            LOG.warn("reclaimed a slot that got no ACK within the TTL: uuid={}, nbytes={}, ageMs={}, {}={}",
-                uuid, e[3], (now - e[4]) / 1_000_000, TransportConfig.SLOT_TTL_S, config.slotTtl().toMillis() / 1000.0);
+            oldestMs = Math.max(oldestMs, (now - e[4]) / 1_000_000);
         }
+        List<UUID> expiredSpills = spill.releaseOlderThan(now - ttlNs);
+        expiredSpills.forEach(consumerOf::remove);
+        if (!expired.isEmpty() || !expiredSpills.isEmpty()) {
+            LOG.warn("reclaimed tensors that got no ACK within {}={}: slots={}, spillFiles={}, oldestSlotAgeMs={}",
+                TransportConfig.SLOT_TTL_S, config.slotTtl().toMillis() / 1000.0, expired.size(), expiredSpills.size(),
+                oldestMs);
+        }
+        int reclaimed = expired.size() + expiredSpills.size();
         if (reclaimed > 0) {
             ttlReclaims.addAndGet(reclaimed);
             signalAcked();
@@ -592,12 +612,21 @@ public final class ArenaTransport implements TensorTransport {
         arena.unlinkSegments();
     }
 
+    /**
+     * Unlinks and unmaps everything. Idempotent; a second caller (the shutdown hook while the application
+     * closes, say) returns only once the first one has finished, so the JVM never exits mid-close.
+     */
     @Override
     public void close() {
-        if (closed) {
+        synchronized (closing) {
+            closeOnce();
+        }
+    }
+
+    private void closeOnce() {
+        if (!closed.compareAndSet(false, true)) {
             return;
         }
-        closed = true;
         ShutdownCleanup.unregister(this);
         if (maintenance != null) {
             maintenance.shutdownNow();
@@ -606,7 +635,9 @@ public final class ArenaTransport implements TensorTransport {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            StatsFile.remove(arena.directory(), arena.namespace(), entity);
+        }
+        if (stats != null) {
+            stats.close();
         }
         synchronized (this) {
             if (livenessChecks != null) {
@@ -630,7 +661,7 @@ public final class ArenaTransport implements TensorTransport {
     }
 
     private void checkOpen() {
-        if (closed) {
+        if (closed.get()) {
             throw new IllegalStateException("arena transport is closed: entity=" + entity);
         }
     }

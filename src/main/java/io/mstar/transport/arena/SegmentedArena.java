@@ -5,8 +5,8 @@ import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.NamespaceLock;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.lifecycle.Owner;
+import io.mstar.transport.lifecycle.Sweeper;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.shm.MappingListener;
@@ -16,8 +16,7 @@ import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.security.SecureRandom;
-import java.util.HexFormat;
+import java.time.Duration;
 
 /**
  * A producer's arena: shared segments in the shared-memory directory, each with its own
@@ -64,14 +63,12 @@ public final class SegmentedArena implements AutoCloseable {
     private static final long PAGE_BYTES = 4096;
     private static final int NAME_ATTEMPTS = 8;
 
+    private final Owner owner;
     private final Path dir;
-    private final Namespace namespace;
-    private final String entity;
-    private final String nonce;
     private final long segmentBytes;
     private final int maxSegments;
 
-    private final NamespaceLock namespaceLock;
+    private final Sweeper sweeper;
     private final MappedSegment[] segments;
     private final FirstFitAllocator[] allocators;
     private final boolean[] dedicated;
@@ -95,14 +92,22 @@ public final class SegmentedArena implements AutoCloseable {
      */
     public static SegmentedArena open(TransportConfig config, Namespace namespace, String entity) {
         LOG.info("opening arena: entity={}, namespace={}, configuration={}", entity, namespace, config.describe());
-        return new SegmentedArena(config.shmDir(), namespace, entity, config.segmentBytes(), config.maxSegments());
+        return new SegmentedArena(Owner.create(config.shmDir(), namespace, entity), config.segmentBytes(),
+            config.maxSegments(), config.reclaimInterval());
+    }
+
+    /** An arena of a new owner, sweeping its directory every {@link TransportConfig#RECLAIM_INTERVAL_DEFAULT}. */
+    public SegmentedArena(Path dir, Namespace namespace, String entity, long segmentBytes, int maxSegments) {
+        this(Owner.create(dir, namespace, entity), segmentBytes, maxSegments, TransportConfig.RECLAIM_INTERVAL_DEFAULT);
     }
 
     /**
-     * @param segmentBytes size of each regular segment, a positive multiple of the page size
-     * @param maxSegments  growth cap, dedicated segments included
+     * @param owner           whose segments these are (names and locks)
+     * @param segmentBytes    size of each regular segment, a positive multiple of the page size
+     * @param maxSegments     growth cap, dedicated segments included
+     * @param reclaimInterval how often this process sweeps dead owners' files ({@link Sweeper})
      */
-    public SegmentedArena(Path dir, Namespace namespace, String entity, long segmentBytes, int maxSegments) {
+    public SegmentedArena(Owner owner, long segmentBytes, int maxSegments, Duration reclaimInterval) {
         if (segmentBytes <= 0 || segmentBytes % PAGE_BYTES != 0 || segmentBytes > FirstFitAllocator.MAX_CAPACITY_BYTES) {
             throw new IllegalArgumentException("segment size must be a positive multiple of " + PAGE_BYTES
                 + " up to " + FirstFitAllocator.MAX_CAPACITY_BYTES + ": segmentBytes=" + segmentBytes);
@@ -111,20 +116,16 @@ public final class SegmentedArena implements AutoCloseable {
             throw new IllegalArgumentException("maxSegments must be from 1 to " + TransportConfig.MAX_MAX_SEGMENTS
                 + ": maxSegments=" + maxSegments);
         }
-        this.dir = dir;
-        this.namespace = namespace;
-        this.entity = ShmNames.checkEntity(entity);
+        this.owner = owner;
+        this.dir = owner.dir();
         this.segmentBytes = segmentBytes;
         this.maxSegments = maxSegments;
-        byte[] random = new byte[4];
-        new SecureRandom().nextBytes(random);
-        this.nonce = HexFormat.of().formatHex(random);
         this.segments = new MappedSegment[maxSegments];
         this.allocators = new FirstFitAllocator[maxSegments];
         this.dedicated = new boolean[maxSegments];
         this.generations = new int[maxSegments];
         checkCeiling();
-        this.namespaceLock = NamespaceLock.acquire(dir, namespace);
+        this.sweeper = Sweeper.join(dir, reclaimInterval);
     }
 
     private void checkCeiling() {
@@ -291,16 +292,13 @@ public final class SegmentedArena implements AutoCloseable {
             reserves, frees, failedReserves, refusedFrees);
     }
 
-    public Path directory() {
-        return dir;
-    }
-
-    public Namespace namespace() {
-        return namespace;
+    /** Whose segments these are. */
+    public Owner owner() {
+        return owner;
     }
 
     public String entity() {
-        return entity;
+        return owner.entity();
     }
 
     public long segmentBytes() {
@@ -344,7 +342,7 @@ public final class SegmentedArena implements AutoCloseable {
                 }
             }
         }
-        namespaceLock.close(); // after the last segment file is gone
+        sweeper.leave();
         if (failure != null) {
             throw failure;
         }
@@ -386,7 +384,7 @@ public final class SegmentedArena implements AutoCloseable {
 
     private MappedSegment createSegment(long bytes) {
         for (int attempt = 1; ; attempt++) {
-            String name = ShmNames.segment(namespace, entity, nonce, nextIndex++);
+            String name = owner.segmentName(nextIndex++);
             try {
                 return MappedSegment.create(dir, name, bytes);
             } catch (NativeCallException e) {
@@ -426,7 +424,7 @@ public final class SegmentedArena implements AutoCloseable {
 
     private void checkOpen() {
         if (closed) {
-            throw new IllegalStateException("arena is closed: entity=" + entity + ", namespace=" + namespace);
+            throw new IllegalStateException("arena is closed: entity=" + owner.entity() + ", namespace=" + owner.namespace());
         }
     }
 

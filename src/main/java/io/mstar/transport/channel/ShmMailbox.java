@@ -2,17 +2,23 @@ package io.mstar.transport.channel;
 
 import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.DescriptorFormatException;
+import io.mstar.transport.EntityInUseException;
 import io.mstar.transport.MstarTransportException;
+import io.mstar.transport.NativeCallException;
+import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.SegmentAccessException;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
-import io.mstar.transport.posix.Posix;
+import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.NamespaceLock;
-import io.mstar.transport.lifecycle.ShutdownCleanup;
+import io.mstar.transport.lifecycle.OwnedFile;
+import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.lifecycle.ShutdownCleanup;
+import io.mstar.transport.lifecycle.Sweeper;
+import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
@@ -23,18 +29,23 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
@@ -43,6 +54,20 @@ import java.util.function.ToIntFunction;
 /**
  * A mailbox per receiving entity: an Agrona {@link ManyToOneRingBuffer} in a shared-memory file named
  * {@code mstar_<ns>_mailbox_<entity>}, which the receiver creates and every sender maps read-write.
+ *
+ * <pre>
+ *   file: | ring (RING_BYTES) | Agrona's trailer | u64 incarnation, then padding to 64 B |
+ *   The receiver writes a random non-zero incarnation once the ring is ready; 0 means "starting".
+ * </pre>
+ *
+ * <h2>Liveness and restarts</h2>
+ * The receiver holds its file's lock for its lifetime ({@link OwnedFile}). A process starting under the
+ * entity of a dead one removes the dead one's mailbox and creates its own (a new incarnation); while the
+ * old one's owner lives, it fails with {@link EntityInUseException}. Senders keep a descriptor on each
+ * peer's file and check its lock at most every {@value #PEER_CHECK_INTERVAL_MS} ms: a dead peer's mapping
+ * is dropped, a new incarnation at the name is mapped and used, and when none lives the send fails with
+ * {@link PeerUnavailableException} instead of writing into a ring nobody reads. The check looks at the
+ * inode the sender mapped, so removing a live mailbox's name by hand does not make its owner look dead.
  *
  * <pre>
  *   message (little-endian), type 1 = descriptors, 2 = ACKs:
@@ -61,9 +86,14 @@ import java.util.function.ToIntFunction;
 public final class ShmMailbox implements TensorChannel {
     private static final Logger LOG = LoggerFactory.getLogger(ShmMailbox.class);
 
-    /** Bytes of the ring itself (a power of two); the file adds Agrona's trailer. */
+    /** Bytes of the ring itself (a power of two); the file adds Agrona's trailer and the incarnation. */
     public static final int RING_BYTES = 1 << 20;
-    static final int FILE_BYTES = RING_BYTES + RingBufferDescriptor.TRAILER_LENGTH;
+    static final int RING_FILE_BYTES = RING_BYTES + RingBufferDescriptor.TRAILER_LENGTH;
+    static final int INCARNATION_OFFSET = RING_FILE_BYTES;
+    static final int FILE_BYTES = INCARNATION_OFFSET + 64;
+    static final long PEER_CHECK_INTERVAL_MS = 100;
+    /** How long a new process waits for a mailbox at its name to be released before deciding its owner lives. */
+    static final long TAKE_OVER_TIMEOUT_MS = 2000;
     static final int DESCRIPTORS = 1;
     static final int ACKS = 2;
     static final long UNBLOCK_AFTER_MS = 1000;
@@ -72,12 +102,14 @@ public final class ShmMailbox implements TensorChannel {
     private final Path dir;
     private final Namespace namespace;
     private final String entity;
-    private final MappedSegment file;
-    private final NamespaceLock namespaceLock;
-    private final int livenessFd;         // holds an exclusive flock on our mailbox file while we live
+    private final MappedSegment file; // its lock is our liveness
+    private final Sweeper sweeper;
     private volatile TensorTransport producer; // told which consumer each descriptor batch went to
     private final ManyToOneRingBuffer inbox;
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
+    private final Queue<Peer> retired = new ConcurrentLinkedQueue<>(); // unmapped once no thread is in a ring
+    private final Object mapping = new Object(); // serializes mapping new peers against close
+    private final Object closing = new Object(); // a second close waits for the first to finish
     private final AtomicLong badMessages = new AtomicLong();
     private final AtomicLong unblocks = new AtomicLong();
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
@@ -92,36 +124,84 @@ public final class ShmMailbox implements TensorChannel {
     private final AtomicInteger inRing = new AtomicInteger();
     private volatile boolean closed;
 
-    private record Peer(MappedSegment file, ManyToOneRingBuffer ring) {
+    /** A peer's mailbox as this sender mapped it: one incarnation, with a descriptor to probe its lock. */
+    private static final class Peer {
+        final String entity;
+        final MappedSegment file;
+        final ManyToOneRingBuffer ring;
+        final long incarnation;
+        final int probeFd;
+        final AtomicBoolean closed = new AtomicBoolean();
+        volatile long nextCheckNs;
+
+        Peer(String entity, MappedSegment file, long incarnation, int probeFd) {
+            this.entity = entity;
+            this.file = file;
+            this.ring = ring(file);
+            this.incarnation = incarnation;
+            this.probeFd = probeFd;
+            this.nextCheckNs = System.nanoTime() + PEER_CHECK_INTERVAL_MS * 1_000_000L;
+        }
+
+        /** What the producer is told the descriptors went to: this incarnation of the entity. */
+        String key() {
+            return entity + "@" + Long.toHexString(incarnation);
+        }
+
+        boolean ownerAlive() {
+            return !probeUnlocked(probeFd, file.path());
+        }
+
+        // Once: the last thread out of the rings and close() may both reach a retired peer.
+        void close() {
+            if (closed.compareAndSet(false, true)) {
+                try {
+                    file.unmap();
+                } finally {
+                    Posix.close(probeFd, file.path());
+                }
+            }
+        }
     }
 
     private record Message(int type, byte[] bytes) {
     }
 
-    private ShmMailbox(Path dir, Namespace namespace, String entity, MappedSegment file, NamespaceLock lock) {
-        this.namespaceLock = lock;
-        this.livenessFd = Posix.open(file.path(), Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
-        Posix.flock(livenessFd, Posix.LOCK_EX | Posix.LOCK_NB, file.path());
+    private ShmMailbox(Path dir, Namespace namespace, String entity, MappedSegment file, Sweeper sweeper) {
         this.dir = dir;
         this.namespace = namespace;
         this.entity = entity;
         this.file = file;
+        this.sweeper = sweeper;
         this.inbox = ring(file);
+        long incarnation;
+        do {
+            incarnation = ThreadLocalRandom.current().nextLong();
+        } while (incarnation == 0);
+        VarHandle.releaseFence(); // the ring's initial state before the incarnation that says it is ready
+        file.memory().set(ValueLayout.JAVA_LONG, INCARNATION_OFFSET, incarnation);
+    }
+
+    /** As {@link #open(Path, Namespace, String, Duration)}, sweeping every {@link TransportConfig#RECLAIM_INTERVAL_DEFAULT}. */
+    public static ShmMailbox open(Path dir, Namespace namespace, String entity) {
+        return open(dir, namespace, entity, TransportConfig.RECLAIM_INTERVAL_DEFAULT);
     }
 
     /**
-     * Creates this entity's mailbox.
+     * Creates this entity's mailbox, taking the place of a dead process of the same entity.
      *
+     * @param reclaimInterval how often this process sweeps dead owners' files ({@link Sweeper})
      * @throws ConfigurationException when the JVM lacks the export Agrona needs
+     * @throws EntityInUseException   when a live process already runs as this entity
      */
-    public static ShmMailbox open(Path dir, Namespace namespace, String entity) {
+    public static ShmMailbox open(Path dir, Namespace namespace, String entity, Duration reclaimInterval) {
         checkAgronaAccess();
-        NamespaceLock lock = NamespaceLock.acquire(dir, namespace);
+        Sweeper sweeper = Sweeper.join(dir, reclaimInterval);
         MappedSegment file = null;
         boolean ok = false;
         try {
-            file = MappedSegment.create(dir, ShmNames.mailbox(namespace, entity), FILE_BYTES);
-            ShmMailbox mailbox = new ShmMailbox(dir, namespace, entity, file, lock);
+            file = createMailboxFile(dir, ShmNames.mailbox(namespace, entity));
+            ShmMailbox mailbox = new ShmMailbox(dir, namespace, entity, file, sweeper);
             ShutdownCleanup.register(mailbox);
             ok = true;
             return mailbox;
@@ -130,8 +210,32 @@ public final class ShmMailbox implements TensorChannel {
                 if (file != null) {
                     file.close();
                 }
-                lock.close();
+                sweeper.leave();
             }
+        }
+    }
+
+    // A mailbox already at the name is a dead predecessor's (removed, then ours is made) or a live owner's.
+    private static MappedSegment createMailboxFile(Path dir, String name) {
+        long deadline = System.nanoTime() + TAKE_OVER_TIMEOUT_MS * 1_000_000L;
+        while (true) {
+            try {
+                return MappedSegment.create(dir, name, FILE_BYTES);
+            } catch (NativeCallException e) {
+                if (e.errno() != Posix.EEXIST) {
+                    throw e;
+                }
+            }
+            if (Reclaimer.reclaimIfDead(dir, name) >= 0) {
+                LOG.info("took the place of a dead process of the same entity: removed its mailbox {}", name);
+                continue;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new EntityInUseException("another live process runs as this entity in this deployment (it holds"
+                    + " the mailbox): path=" + dir.resolve(name) + ": give each process its own entity, or stop the"
+                    + " other one first");
+            }
+            sleepMs(10); // a sweep or a peer's probe holds it for a moment, or its owner lives
         }
     }
 
@@ -162,29 +266,34 @@ public final class ShmMailbox implements TensorChannel {
     }
 
     /**
-     * Whether {@code peer}'s process is alive: its mailbox exists and someone holds the exclusive lock its
-     * owner takes for its lifetime (the kernel drops it when the process dies, even by SIGKILL).
+     * Whether a peer is alive: {@code entity} (any incarnation) or {@code entity@incarnation} (as reported
+     * to an attached transport). Alive means its owner holds its mailbox's lock (the kernel drops it when
+     * the process dies, even by SIGKILL) and, for a given incarnation, that it is still that one.
      */
     public boolean isAlive(String peer) {
-        String path = dir.resolve(ShmNames.mailbox(namespace, peer)).toString();
-        int fd;
-        try {
-            fd = Posix.open(path, Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
-        } catch (io.mstar.transport.NativeCallException e) {
-            return false;
+        int at = peer.indexOf('@');
+        String name = at < 0 ? peer : peer.substring(0, at);
+        long incarnation = at < 0 ? 0 : Long.parseUnsignedLong(peer.substring(at + 1), 16);
+        if (!tryEnter()) {
+            return true; // closing: decide nothing for the transport
         }
         try {
-            return !Posix.flock(fd, Posix.LOCK_SH | Posix.LOCK_NB, path);
+            Peer known = peers.get(name);
+            if (known != null && (incarnation == 0 || known.incarnation == incarnation)) {
+                return known.ownerAlive();
+            }
         } finally {
-            Posix.close(fd, path); // also drops the probe's shared lock, if it got one
+            exit();
         }
+        long live = liveIncarnation(name);
+        return live != 0 && (incarnation == 0 || live == incarnation);
     }
 
-    /** Waits until {@code peer}'s mailbox exists (it is starting), or the timeout passes. */
+    /** Waits until {@code peer} runs (its mailbox exists, is held and ready), or the timeout passes. */
+    @Override
     public boolean awaitPeer(String peer, Duration timeout) throws InterruptedException {
-        Path path = dir.resolve(ShmNames.mailbox(namespace, peer));
         long deadline = System.nanoTime() + timeout.toNanos();
-        while (!Files.exists(path)) {
+        while (liveIncarnation(ShmNames.checkEntity(peer)) == 0) {
             if (System.nanoTime() > deadline) {
                 return false;
             }
@@ -193,43 +302,85 @@ public final class ShmMailbox implements TensorChannel {
         return true;
     }
 
+    // The incarnation of the live, ready mailbox at the entity's name, or 0.
+    private long liveIncarnation(String peer) {
+        String path = dir.resolve(ShmNames.mailbox(namespace, peer)).toString();
+        int fd;
+        try {
+            fd = Posix.open(path, Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
+        } catch (NativeCallException e) {
+            return 0;
+        }
+        try {
+            return probeUnlocked(fd, path) ? 0 : readIncarnation(fd, path);
+        } finally {
+            Posix.close(fd, path);
+        }
+    }
+
+    private static long readIncarnation(int fd, String path) {
+        byte[] bytes = Posix.pread(fd, 8, INCARNATION_OFFSET, path);
+        return bytes.length < 8 ? 0 : ByteBuffer.wrap(bytes).order(ByteOrder.nativeOrder()).getLong();
+    }
+
+    // True when nobody holds the file's lock (its owner is dead); leaves it unlocked either way.
+    private static boolean probeUnlocked(int fd, String path) {
+        if (!Posix.flock(fd, Posix.LOCK_SH | Posix.LOCK_NB, path)) {
+            return false;
+        }
+        Posix.flock(fd, Posix.LOCK_UN, path);
+        return true;
+    }
+
+    /**
+     * @throws PeerUnavailableException when {@code toEntity} never started, or died and has not come back;
+     *                                  the descriptors stay in flight
+     */
     @Override
     public void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors) {
-        sendBatched(toEntity, DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
+        String delivered = sendBatched(toEntity, DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
             (message, d) -> message.position(message.position()
                 + DescriptorCodec.encode(d, MemorySegment.ofArray(message.array()), message.position())));
         TensorTransport attached = producer;
         if (attached != null) {
-            attached.sentTo(toEntity, descriptors.stream().map(TensorDescriptor::uuid).toList());
+            attached.sentTo(delivered, descriptors.stream().map(TensorDescriptor::uuid).toList());
         }
     }
 
+    /** @throws PeerUnavailableException when {@code toEntity} never started, or died and has not come back */
     @Override
     public void sendAcks(String toEntity, Collection<UUID> uuids) {
         sendBatched(toEntity, ACKS, uuids, uuid -> 16,
             (message, uuid) -> message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()));
     }
 
-    // Packs items into as few ring messages as the ring's message limit allows, in order.
-    private <T> void sendBatched(String toEntity, int type, Collection<T> items, ToIntFunction<T> length,
-                                 BiConsumer<ByteBuffer, T> write) {
-        Peer peer = peer(toEntity);
-        int max = peer.ring.maxMsgLength();
-        ByteBuffer message = messages.get();
-        int count = 0;
-        for (T item : items) {
-            if (count > 0 && message.position() + length.applyAsInt(item) > max) {
-                flush(peer, type, message, count, toEntity);
-                count = 0;
+    // Packs items into as few ring messages as the ring's message limit allows, in order; returns the key of
+    // the incarnation that got them.
+    private <T> String sendBatched(String toEntity, int type, Collection<T> items, ToIntFunction<T> length,
+                                   BiConsumer<ByteBuffer, T> write) {
+        enter();
+        try {
+            Peer peer = peer(toEntity);
+            int max = peer.ring.maxMsgLength();
+            ByteBuffer message = messages.get();
+            int count = 0;
+            for (T item : items) {
+                if (count > 0 && message.position() + length.applyAsInt(item) > max) {
+                    flush(peer, type, message, count);
+                    count = 0;
+                }
+                if (count == 0) {
+                    startMessage(message);
+                }
+                write.accept(message, item);
+                count++;
             }
-            if (count == 0) {
-                startMessage(message);
+            if (count > 0) {
+                flush(peer, type, message, count);
             }
-            write.accept(message, item);
-            count++;
-        }
-        if (count > 0) {
-            flush(peer, type, message, count, toEntity);
+            return peer.key();
+        } finally {
+            exit();
         }
     }
 
@@ -238,24 +389,29 @@ public final class ShmMailbox implements TensorChannel {
         message.put((byte) entity.length()).put(entity.getBytes(StandardCharsets.US_ASCII)).putShort((short) 0);
     }
 
-    private void flush(Peer peer, int type, ByteBuffer message, int count, String toEntity) {
+    // Called between enter() and exit().
+    private void flush(Peer peer, int type, ByteBuffer message, int count) {
         message.putShort(1 + entity.length(), (short) count);
         UnsafeBuffer source = new UnsafeBuffer(message.array(), 0, message.position());
-        long deadline = System.nanoTime() + SEND_TIMEOUT_NS;
-        enter();
-        try {
-            while (!peer.ring.write(type, source, 0, message.position())) {
-                if (closed) {
-                    throw closedException();
-                }
-                if (System.nanoTime() > deadline) {
-                    throw new MstarTransportException("mailbox full: entity=" + toEntity + " took no message for "
-                        + SEND_TIMEOUT_NS / 1_000_000_000L + " s; is it polling its mailbox?");
-                }
-                Thread.onSpinWait();
+        long start = System.nanoTime();
+        long nextCheck = start + PEER_CHECK_INTERVAL_MS * 1_000_000L;
+        while (!peer.ring.write(type, source, 0, message.position())) {
+            if (closed) {
+                throw closedException();
             }
-        } finally {
-            exit();
+            long now = System.nanoTime();
+            if (now - nextCheck > 0) { // a full ring whose reader died never drains
+                nextCheck = now + PEER_CHECK_INTERVAL_MS * 1_000_000L;
+                if (!peer.ownerAlive()) {
+                    retire(peer);
+                    throw unavailable(peer.entity, "died with its mailbox full");
+                }
+            }
+            if (now - start > SEND_TIMEOUT_NS) {
+                throw new MstarTransportException("mailbox full: entity=" + peer.entity + " took no message for "
+                    + SEND_TIMEOUT_NS / 1_000_000_000L + " s; is it polling its mailbox?");
+            }
+            Thread.onSpinWait();
         }
     }
 
@@ -364,47 +520,126 @@ public final class ShmMailbox implements TensorChannel {
     }
 
     private void enter() {
-        inRing.incrementAndGet();
-        if (closed) { // read after the increment: close() sets it before it waits for inRing to drain
-            inRing.decrementAndGet();
+        if (!tryEnter()) {
             throw closedException();
         }
     }
 
+    private boolean tryEnter() {
+        inRing.incrementAndGet();
+        if (closed) { // read after the increment: close() sets it before it waits for inRing to drain
+            exit();
+            return false;
+        }
+        return true;
+    }
+
     private void exit() {
-        inRing.decrementAndGet();
+        // The last thread out unmaps retired peers: a thread that could still use one is inside, and no
+        // thread that enters later can find one.
+        if (inRing.decrementAndGet() == 0 && !retired.isEmpty()) {
+            for (Peer p; (p = retired.poll()) != null; ) {
+                p.close();
+            }
+        }
     }
 
     private IllegalStateException closedException() {
         return new IllegalStateException("mailbox is closed: entity=" + entity);
     }
 
+    // Called between enter() and exit(): the cached mapping of the peer's live incarnation, checked at most
+    // every PEER_CHECK_INTERVAL_MS, or a new mapping of the incarnation that took its place.
     private Peer peer(String toEntity) {
         Peer known = peers.get(toEntity);
         if (known != null) {
-            return known; // its ring is used only between enter() and exit()
+            long now = System.nanoTime();
+            if (now - known.nextCheckNs < 0) {
+                return known;
+            }
+            known.nextCheckNs = now + PEER_CHECK_INTERVAL_MS * 1_000_000L;
+            if (known.ownerAlive()) {
+                return known;
+            }
+            retire(known);
         }
-        synchronized (this) { // as close(): no peer is mapped after close() unmapped the others
+        synchronized (mapping) {
             if (closed) {
                 throw closedException();
             }
-            return peers.computeIfAbsent(ShmNames.checkEntity(toEntity), this::mapPeer);
+            Peer current = peers.get(toEntity);
+            if (current != null) {
+                return current;
+            }
+            Peer mapped = mapPeer(ShmNames.checkEntity(toEntity));
+            peers.put(toEntity, mapped);
+            return mapped;
+        }
+    }
+
+    private void retire(Peer peer) {
+        if (peers.remove(peer.entity, peer)) {
+            retired.add(peer);
+            LOG.info("peer's mailbox owner is gone, dropping its mapping: entity={}, incarnation={}", peer.entity,
+                Long.toHexString(peer.incarnation));
         }
     }
 
     private Peer mapPeer(String peer) {
-        MappedSegment peerFile;
-        try {
-            peerFile = MappedSegment.openPeer(dir, ShmNames.mailbox(namespace, peer), FILE_BYTES, true);
-        } catch (SegmentAccessException e) {
-            throw new SegmentAccessException("no mailbox for entity " + peer + " (is it running in this deployment?): "
-                + e.getMessage(), e);
+        String name = ShmNames.mailbox(namespace, peer);
+        for (int attempt = 0; ; attempt++) {
+            MappedSegment peerFile;
+            try {
+                peerFile = MappedSegment.openPeer(dir, name, FILE_BYTES, true);
+            } catch (SegmentAccessException e) {
+                throw unavailable(peer, "has no mailbox (it is not running in this deployment, or it died): "
+                    + e.getMessage());
+            }
+            int fd = -1;
+            boolean ok = false;
+            try {
+                long incarnation = peerFile.memory().get(ValueLayout.JAVA_LONG, INCARNATION_OFFSET);
+                fd = Posix.open(peerFile.path(), Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
+                if (incarnation != 0 && readIncarnation(fd, peerFile.path()) == incarnation) {
+                    if (probeUnlocked(fd, peerFile.path())) {
+                        throw unavailable(peer, "died and has not come back (its mailbox is unowned)");
+                    }
+                    ok = true;
+                    return new Peer(peer, peerFile, incarnation, fd);
+                }
+            } catch (NativeCallException e) {
+                // the file went away between mapping and probing: look again
+            } finally {
+                if (!ok) {
+                    peerFile.unmap();
+                    if (fd >= 0) {
+                        Posix.close(fd, peerFile.path());
+                    }
+                }
+            }
+            if (attempt == 100) { // 0.5 s
+                throw unavailable(peer, "is starting: its mailbox is not ready yet (wait with awaitPeer)");
+            }
+            sleepMs(5);
         }
-        return new Peer(peerFile, ring(peerFile));
+    }
+
+    private PeerUnavailableException unavailable(String peer, String what) {
+        return new PeerUnavailableException(peer, "peer unavailable: entity " + peer + " " + what + ": namespace="
+            + namespace + ", dir=" + dir);
+    }
+
+    private static void sleepMs(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MstarTransportException("interrupted", e);
+        }
     }
 
     private static ManyToOneRingBuffer ring(MappedSegment file) {
-        return new ManyToOneRingBuffer(new UnsafeBuffer(file.memory().address(), FILE_BYTES));
+        return new ManyToOneRingBuffer(new UnsafeBuffer(file.memory().address(), RING_FILE_BYTES));
     }
 
     /** Messages that could not be decoded or whose listener threw. */
@@ -421,24 +656,33 @@ public final class ShmMailbox implements TensorChannel {
         return entity;
     }
 
-    /** Unmaps the peers' mailboxes and removes our own. Idempotent. */
+    /**
+     * Unmaps the peers' mailboxes and removes our own. Idempotent; a second caller returns only once the
+     * first one has finished.
+     */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        ShutdownCleanup.unregister(this);
-        while (inRing.get() > 0) { // each holder leaves within one ring operation or one write attempt
-            Thread.onSpinWait();
-        }
-        peers.values().forEach(p -> p.file.unmap());
-        peers.clear();
-        try {
-            file.close();
-        } finally {
-            Posix.close(livenessFd, file.path());
-            namespaceLock.close(); // after our mailbox file is gone
+    public void close() {
+        synchronized (closing) {
+            synchronized (mapping) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+            }
+            ShutdownCleanup.unregister(this);
+            while (inRing.get() > 0) { // each holder leaves within one ring operation or one write attempt
+                Thread.onSpinWait();
+            }
+            peers.values().forEach(Peer::close);
+            peers.clear();
+            for (Peer p; (p = retired.poll()) != null; ) {
+                p.close();
+            }
+            try {
+                file.close();
+            } finally {
+                sweeper.leave();
+            }
         }
     }
 }

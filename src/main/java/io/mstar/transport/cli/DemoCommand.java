@@ -10,6 +10,12 @@ import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.channel.ShmMailbox;
+import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.OwnedFile;
+import io.mstar.transport.lifecycle.Owner;
+import io.mstar.transport.lifecycle.ParentWatch;
+import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.lifecycle.ShmNames;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -65,7 +71,17 @@ final class DemoCommand {
             }
         }
         TransportConfig config = TransportConfig.fromEnvironment();
-        Path dir = Files.createTempDirectory(config.shmDir(), "mstar-demo-");
+        // The directory is locked while the demo lives, so a sweep removes it (and what its children left)
+        // only after the demo and its children are gone, however they went.
+        Reclaimer.sweep(config.shmDir()); // what an earlier demo killed outright left
+        OwnedFile workDir = OwnedFile.createDirectory(config.shmDir(), "mstar-demo-" + Owner.newNonce());
+        Path dir = Path.of(workDir.path());
+        Thread stopChildren = new Thread(() -> {
+            stopChildren(System.err);
+            Reclaimer.sweep(dir); // what a killed child left
+            workDir.close();
+        }, "mstar-demo-stop-children");
+        Runtime.getRuntime().addShutdownHook(stopChildren);
         out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB batch=%d in-flight=%d batches (at most %d MiB)"
             + " seconds-per-size=%.1f%n", dir, batch, BATCHES_IN_FLIGHT, IN_FLIGHT_BYTES >> 20, secondsPerSize);
         Map<Long, double[]> arena;
@@ -75,8 +91,10 @@ final class DemoCommand {
             arena = round(dir, "arena", secondsPerSize, batch, out, stats);
             file = round(dir, "file", secondsPerSize, batch, out, new String[1]);
         } finally {
-            deleteTree(dir);
+            deleteContents(dir);
+            workDir.close();
         }
+        Runtime.getRuntime().removeShutdownHook(stopChildren);
         if (arena == null || file == null) {
             return 1;
         }
@@ -123,11 +141,39 @@ final class DemoCommand {
         boolean consumerOk = consumer.waitFor(30, TimeUnit.SECONDS) && consumer.exitValue() == 0;
         consumer.destroyForcibly();
         producer.destroyForcibly();
+        CHILDREN.clear();
         if (!producerOk || !consumerOk) {
             out.println("demo round failed: mode=" + mode + " producerOk=" + producerOk + " consumerOk=" + consumerOk);
             return null;
         }
         return rows;
+    }
+
+    /** The children running now, by role, for the shutdown hook. */
+    private static final Map<String, Process> CHILDREN = new ConcurrentHashMap<>();
+    /** How long children get to stop on TERM before they are killed. */
+    static final long STOP_GRACE_MS = 2000;
+
+    // A SIGTERM or Ctrl-C of the demo: TERM the children, a short grace, then KILL; say what it took.
+    private static void stopChildren(PrintStream out) {
+        if (CHILDREN.isEmpty()) {
+            return;
+        }
+        CHILDREN.values().forEach(Process::destroy);
+        long deadline = System.nanoTime() + STOP_GRACE_MS * 1_000_000L;
+        List<String> killed = new ArrayList<>();
+        for (Map.Entry<String, Process> child : CHILDREN.entrySet()) {
+            try {
+                if (!child.getValue().waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    child.getValue().destroyForcibly();
+                    killed.add(child.getKey());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        out.println("demo stopped early: sent TERM to " + CHILDREN.keySet() + (killed.isEmpty()
+            ? ", all stopped within the grace" : "; KILLed after a " + STOP_GRACE_MS + " ms grace: " + killed));
     }
 
     private static Process child(String... args) throws IOException {
@@ -136,9 +182,17 @@ final class DemoCommand {
             "java.base/jdk.internal.misc=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-cp", System.getProperty("java.class.path"), MstarShm.class.getName()));
         command.addAll(Arrays.asList(args));
-        // The producer's output is read for its rows; the consumer only speaks when something is wrong.
+        // stdin stays a pipe from us: the child exits when it closes (ParentWatch). The producer's output is
+        // read for its rows; the consumer only speaks when something is wrong.
         ProcessBuilder builder = new ProcessBuilder(command);
-        return (args[0].equals("demo-producer") ? builder.redirectErrorStream(true) : builder.inheritIO()).start();
+        if (args[0].equals("demo-producer")) {
+            builder.redirectErrorStream(true);
+        } else {
+            builder.redirectOutput(ProcessBuilder.Redirect.INHERIT).redirectError(ProcessBuilder.Redirect.INHERIT);
+        }
+        Process process = builder.start();
+        CHILDREN.put(args[0].substring("demo-".length()), process);
+        return process;
     }
 
     private static TransportConfig childConfig(String dir, String mode) {
@@ -152,6 +206,7 @@ final class DemoCommand {
 
     /** The consumer: reads each tensor in place, checks its stamp, ACKs it; stops on a zero-length batch marker. */
     static int consumer(String[] args) throws InterruptedException {
+        ParentWatch.exitWhenParentDies();
         TransportConfig config = childConfig(args[0], "arena"); // reads arena slots and files alike
         AtomicLong bad = new AtomicLong();
         AtomicLong done = new AtomicLong();
@@ -196,6 +251,7 @@ final class DemoCommand {
 
     /** The producer: for each size, streams tensors for a while with a window of un-ACKed ones; prints a ROW per size. */
     static int producer(String[] args) throws InterruptedException {
+        ParentWatch.exitWhenParentDies();
         String mode = args[1];
         long durationNs = (long) (Double.parseDouble(args[2]) * 1e9);
         int maxBatch = Integer.parseInt(args[3]);
@@ -298,8 +354,7 @@ final class DemoCommand {
             }
             mailbox.sendDescriptors("consumer", List.of(new TensorDescriptor(new UUID(0, 0), "end", "producer", DType.U8,
                 new long[] {0}, 0, io.mstar.transport.Placement.SPILL,
-                io.mstar.transport.lifecycle.ShmNames.spill(io.mstar.transport.lifecycle.Namespace.of(null, ENDPOINT),
-                    "producer", 0, new UUID(0, 0)), 0)));
+                ShmNames.spill(Namespace.of(null, ENDPOINT), "producer", "00000000", new UUID(0, 0)), 0)));
             acker.interrupt();
             System.out.println("STATS " + transport.statsSummary().toLogLine());
         }
@@ -310,12 +365,9 @@ final class DemoCommand {
         return bytes >= 1 << 20 ? (bytes >> 20) + "MiB" : (bytes >> 10) + "KiB";
     }
 
-    private static void deleteTree(Path dir) throws IOException {
-        if (!Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path p : walk.sorted((a, b) -> b.getNameCount() - a.getNameCount()).toList()) {
+    private static void deleteContents(Path dir) throws IOException {
+        try (Stream<Path> entries = Files.list(dir)) {
+            for (Path p : entries.toList()) {
                 Files.deleteIfExists(p);
             }
         }

@@ -2,60 +2,100 @@ package io.mstar.transport.cli;
 
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.posix.Posix;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.stream.Stream;
 
 /**
- * {@code mstar-shm doctor} and {@code mstar-shm reclaim}: what the library's files in the shared-memory
- * directory are, which deployments are live (someone holds their lock), which processes map each file,
- * and which files belong to dead deployments.
+ * {@code mstar-shm doctor} and {@code mstar-shm reclaim}: the library's files in the shared-memory
+ * directory by namespace and owner, which owners live (they hold their files' locks), which processes
+ * map each file, and which files a sweep would remove. Pids are shown for people only; liveness comes
+ * from the locks alone.
  */
 final class DoctorCommand {
     private DoctorCommand() {
     }
 
-    /** One file of a namespace. */
-    record FileReport(String name, String kind, String entity, long sizeBytes, Set<Long> mappedBy, boolean orphan) {
+    /** One file: its kind, size, whether its owner holds it, and which processes map it. */
+    record FileReport(String name, String kind, long sizeBytes, boolean held, Set<Long> mappedBy) {
     }
 
-    /** One namespace: live or dead, and its files. */
-    record NamespaceReport(String id, boolean live, List<FileReport> files) {
+    /** One owner (entity and nonce, or the entity's mailbox, or a demo directory) and its files. */
+    record OwnerReport(String entity, String owner, Set<Long> pids, List<FileReport> files) {
+        boolean live() {
+            return files.stream().anyMatch(FileReport::held);
+        }
+
         long bytes() {
             return files.stream().mapToLong(FileReport::sizeBytes).sum();
         }
     }
 
+    /** One namespace (or "demo" for demo directories) and its owners. */
+    record NamespaceReport(String id, List<OwnerReport> owners) {
+        boolean live() {
+            return owners.stream().anyMatch(OwnerReport::live);
+        }
+
+        long bytes() {
+            return owners.stream().mapToLong(OwnerReport::bytes).sum();
+        }
+
+        List<FileReport> deadFiles() {
+            return owners.stream().flatMap(o -> o.files().stream()).filter(f -> !f.held()).toList();
+        }
+    }
+
     static List<NamespaceReport> scan(Path dir) {
         Map<String, Set<Long>> mappers = mappersOf(dir);
-        List<NamespaceReport> reports = new ArrayList<>();
-        for (Map.Entry<String, List<String>> e : Reclaimer.filesByNamespace(dir).entrySet()) {
-            boolean live = !Reclaimer.isDead(dir, e.getKey());
-            List<FileReport> files = new ArrayList<>();
-            for (String name : e.getValue()) {
-                Path path = dir.resolve(name);
-                long size = 0;
-                try {
-                    size = Files.size(path);
-                } catch (IOException ignored) {
-                    // vanished meanwhile
-                }
-                Set<Long> by = mappers.getOrDefault(path.toString(), Set.of());
-                files.add(new FileReport(name, kind(name), entity(name), size, by, !live && by.isEmpty()));
+        Map<Long, Set<Long>> lockers = lockHoldersByInode();
+        Map<String, Map<String, List<FileReport>>> byNamespace = new TreeMap<>();
+        Map<String, Set<Long>> pidsByOwner = new HashMap<>();
+        for (String name : Reclaimer.ourNames(dir)) {
+            ShmNames.Parsed parsed = ShmNames.parse(name);
+            String ns = parsed == null ? "demo" : parsed.namespace();
+            String owner = parsed == null ? name + "/directory" : parsed.entity() + "/" + parsed.owner();
+            String kind = parsed == null ? "demo-dir" : parsed.kind().name().toLowerCase(Locale.ROOT);
+            Path path = dir.resolve(name);
+            long size = 0;
+            long inode = -1;
+            try {
+                size = Files.isDirectory(path, LinkOption.NOFOLLOW_LINKS) ? 0 : Files.size(path);
+                inode = ((Number) Files.getAttribute(path, "unix:ino", LinkOption.NOFOLLOW_LINKS)).longValue();
+            } catch (IOException | RuntimeException ignored) {
+                // vanished meanwhile
             }
-            reports.add(new NamespaceReport(e.getKey(), live, files));
+            boolean held = Reclaimer.isHeld(dir, name);
+            FileReport file = new FileReport(name, kind, size, held,
+                mappers.getOrDefault(path.toString(), Set.of()));
+            byNamespace.computeIfAbsent(ns, k -> new TreeMap<>()).computeIfAbsent(owner, k -> new ArrayList<>()).add(file);
+            pidsByOwner.computeIfAbsent(ns + "|" + owner, k -> new TreeSet<>()).addAll(lockers.getOrDefault(inode, Set.of()));
         }
+        List<NamespaceReport> reports = new ArrayList<>();
+        byNamespace.forEach((ns, owners) -> {
+            List<OwnerReport> list = new ArrayList<>();
+            owners.forEach((owner, files) -> {
+                int slash = owner.lastIndexOf('/');
+                list.add(new OwnerReport(owner.substring(0, slash), owner.substring(slash + 1),
+                    pidsByOwner.get(ns + "|" + owner), files));
+            });
+            reports.add(new NamespaceReport(ns, list));
+        });
         return reports;
     }
 
@@ -64,71 +104,79 @@ final class DoctorCommand {
         List<NamespaceReport> reports = scan(o.dir);
         Posix.FileSystemSpace space = Posix.statvfs(o.dir.toString());
         long used = reports.stream().mapToLong(NamespaceReport::bytes).sum();
-        boolean healthy = reports.stream().allMatch(NamespaceReport::live);
+        List<FileReport> dead = reports.stream().flatMap(ns -> ns.deadFiles().stream()).toList();
+        boolean healthy = dead.isEmpty();
+        String fix = "mstar-shm reclaim --dir " + o.dir + " --yes";
         if (o.flag) {
-            out.println(json(o.dir, reports, space, used, healthy));
+            out.println(json(o.dir, reports, space, used, healthy, fix));
         } else {
             out.printf("dir=%s fileSystemBytes=%d availableBytes=%d mstarBytes=%d namespaces=%d%n", o.dir,
                 space.totalBytes(), space.availableBytes(), used, reports.size());
             for (NamespaceReport ns : reports) {
-                out.printf("namespace %s: %s, %d files, %d bytes%n", ns.id, ns.live ? "live" : "DEAD", ns.files.size(), ns.bytes());
-                for (FileReport f : ns.files) {
-                    out.printf("  %-8s %12d  entity=%-16s mappedBy=%-16s %s%s%n", f.kind, f.sizeBytes,
-                        f.entity == null ? "-" : f.entity, f.mappedBy.isEmpty() ? "-" : f.mappedBy, f.name,
-                        f.orphan ? "  ORPHAN" : "");
+                out.printf("namespace %s: %s, %d owners, %d bytes%n", ns.id(), ns.live() ? "live" : "DEAD",
+                    ns.owners().size(), ns.bytes());
+                for (OwnerReport owner : ns.owners()) {
+                    out.printf("  owner entity=%s owner=%s: %s%s, %d files, %d bytes%n", owner.entity(), owner.owner(),
+                        owner.live() ? "live" : "DEAD", owner.pids().isEmpty() ? "" : " (lock held by pid "
+                            + owner.pids() + ")", owner.files().size(), owner.bytes());
+                    for (FileReport f : owner.files()) {
+                        out.printf("    %-8s %12d  mappedBy=%-16s %s%s%n", f.kind(), f.sizeBytes(),
+                            f.mappedBy().isEmpty() ? "-" : f.mappedBy(), f.name(), f.held() ? "" : "  DEAD");
+                    }
                 }
             }
-            out.println(healthy ? "healthy: every namespace has a live process"
-                : "found files of dead deployments: run `mstar-shm reclaim --yes` to remove them");
+            out.println(healthy ? "healthy: every file has a live owner"
+                : "found " + dead.size() + " files of dead owners (" + dead.stream().mapToLong(FileReport::sizeBytes).sum()
+                    + " bytes); the next sweep removes them, or now: " + fix);
         }
         return healthy ? 0 : 1;
     }
 
     static int reclaim(String[] args, PrintStream out) {
         Options o = Options.parse(args, "--yes");
-        int found = 0;
-        for (NamespaceReport ns : scan(o.dir)) {
-            if (ns.live) {
-                continue;
+        long bytes = 0;
+        int count = 0;
+        if (o.flag) {
+            for (Reclaimer.Removed r : Reclaimer.sweep(o.dir)) {
+                out.println("removed " + o.dir.resolve(r.name()) + " (" + r.sizeBytes() + " bytes)");
+                bytes += r.sizeBytes();
+                count++;
             }
-            if (o.flag) {
-                for (String name : Reclaimer.reclaimIfDead(o.dir, ns.id)) {
-                    out.println("removed " + o.dir.resolve(name));
-                    found++;
-                }
-            } else {
-                for (FileReport f : ns.files) {
-                    out.println("would remove " + o.dir.resolve(f.name) + " (" + f.sizeBytes + " bytes)");
-                    found++;
+        } else {
+            for (NamespaceReport ns : scan(o.dir)) {
+                for (FileReport f : ns.deadFiles()) {
+                    out.println("would remove " + o.dir.resolve(f.name()) + " (" + f.sizeBytes() + " bytes)");
+                    bytes += f.sizeBytes();
+                    count++;
                 }
             }
         }
-        out.println(found == 0 ? "nothing to reclaim" : o.flag ? "removed " + found + " files"
-            : found + " files of dead deployments; run again with --yes to remove them");
+        out.println(count == 0 ? "nothing to reclaim: every file has a live owner"
+            : o.flag ? "removed " + count + " files of dead owners, " + bytes + " bytes"
+            : count + " files of dead owners, " + bytes + " bytes; run again with --yes to remove them");
         return 0;
     }
 
-    private static String kind(String name) {
-        if (name.endsWith(".lock")) {
-            return "lock";
+    // Inode to the pids holding a lock on it, from /proc/locks (for people: pids of other PID namespaces differ).
+    private static Map<Long, Set<Long>> lockHoldersByInode() {
+        Map<Long, Set<Long>> holders = new HashMap<>();
+        try (Stream<String> lines = Files.lines(Path.of("/proc/locks"))) {
+            lines.forEach(line -> {
+                String[] f = line.trim().split("\\s+");
+                if (f.length >= 6 && f[1].equals("FLOCK")) {
+                    try {
+                        long pid = Long.parseLong(f[4]);
+                        long inode = Long.parseLong(f[5].substring(f[5].lastIndexOf(':') + 1));
+                        holders.computeIfAbsent(inode, k -> new TreeSet<>()).add(pid);
+                    } catch (RuntimeException ignored) {
+                        // a line of another shape
+                    }
+                }
+            });
+        } catch (IOException | UncheckedIOException ignored) {
+            // no /proc/locks: no pids to show
         }
-        String rest = name.substring(23); // after "mstar_<16 hex>_"
-        int end = rest.indexOf('_');
-        return end < 0 ? "other" : switch (rest.substring(0, end)) {
-            case "arena" -> "segment";
-            case "spill" -> "spill";
-            case "mailbox" -> "mailbox";
-            case "stats" -> "stats";
-            default -> "other";
-        };
-    }
-
-    private static String entity(String name) {
-        if (name.endsWith(".lock")) {
-            return null;
-        }
-        String[] parts = name.split("_");
-        return parts.length >= 4 ? parts[3] : null;
+        return holders;
     }
 
     // Path to the pids that map it, from /proc/<pid>/maps (processes of other users are not readable).
@@ -160,21 +208,28 @@ final class DoctorCommand {
     }
 
     private static String json(Path dir, List<NamespaceReport> reports, Posix.FileSystemSpace space, long used,
-                               boolean healthy) {
+                               boolean healthy, String fix) {
         StringBuilder b = new StringBuilder();
         b.append("{\"dir\":").append(quote(dir.toString())).append(",\"fileSystemBytes\":").append(space.totalBytes())
             .append(",\"availableBytes\":").append(space.availableBytes()).append(",\"mstarBytes\":").append(used)
-            .append(",\"healthy\":").append(healthy).append(",\"namespaces\":[");
+            .append(",\"healthy\":").append(healthy).append(",\"fix\":").append(healthy ? "null" : quote(fix))
+            .append(",\"namespaces\":[");
         for (int i = 0; i < reports.size(); i++) {
             NamespaceReport ns = reports.get(i);
-            b.append(i == 0 ? "" : ",").append("{\"id\":").append(quote(ns.id)).append(",\"live\":").append(ns.live)
-                .append(",\"bytes\":").append(ns.bytes()).append(",\"files\":[");
-            for (int j = 0; j < ns.files.size(); j++) {
-                FileReport f = ns.files.get(j);
-                b.append(j == 0 ? "" : ",").append("{\"name\":").append(quote(f.name)).append(",\"kind\":")
-                    .append(quote(f.kind)).append(",\"entity\":").append(f.entity == null ? "null" : quote(f.entity))
-                    .append(",\"sizeBytes\":").append(f.sizeBytes).append(",\"mappedBy\":").append(f.mappedBy)
-                    .append(",\"orphan\":").append(f.orphan).append('}');
+            b.append(i == 0 ? "" : ",").append("{\"id\":").append(quote(ns.id())).append(",\"live\":").append(ns.live())
+                .append(",\"bytes\":").append(ns.bytes()).append(",\"owners\":[");
+            for (int j = 0; j < ns.owners().size(); j++) {
+                OwnerReport o = ns.owners().get(j);
+                b.append(j == 0 ? "" : ",").append("{\"entity\":").append(quote(o.entity())).append(",\"owner\":")
+                    .append(quote(o.owner())).append(",\"live\":").append(o.live()).append(",\"pids\":")
+                    .append(o.pids()).append(",\"bytes\":").append(o.bytes()).append(",\"files\":[");
+                for (int k = 0; k < o.files().size(); k++) {
+                    FileReport f = o.files().get(k);
+                    b.append(k == 0 ? "" : ",").append("{\"name\":").append(quote(f.name())).append(",\"kind\":")
+                        .append(quote(f.kind())).append(",\"sizeBytes\":").append(f.sizeBytes()).append(",\"held\":")
+                        .append(f.held()).append(",\"mappedBy\":").append(f.mappedBy()).append('}');
+                }
+                b.append("]}");
             }
             b.append("]}");
         }

@@ -7,10 +7,10 @@ import io.mstar.transport.lifecycle.ShmNames;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -37,29 +37,32 @@ final class StatsCommand {
             throw new MstarShm.UsageException("not a directory: " + dir);
         }
         List<String> entries = new ArrayList<>();
-        for (Map.Entry<String, List<String>> ns : Reclaimer.filesByNamespace(dir).entrySet()) {
-            boolean live = !Reclaimer.isDead(dir, ns.getKey());
-            for (String name : ns.getValue()) {
-                Matcher m = ShmNames.STATS.matcher(name);
-                if (!m.matches()) {
-                    continue;
+        for (String name : Reclaimer.ourNames(dir)) {
+            Matcher m = ShmNames.STATS.matcher(name);
+            if (!m.matches() || m.group(4) != null) {
+                continue; // not a stats file, or a snapshot being written
+            }
+            boolean live = Reclaimer.isHeld(dir, name);
+            String line;
+            try {
+                line = Files.readString(dir.resolve(name)).trim();
+            } catch (NoSuchFileException e) {
+                continue; // its owner closed meanwhile
+            }
+            if (json) {
+                StringBuilder b = new StringBuilder("{\"namespace\":\"" + m.group(1) + "\",\"entity\":\"" + m.group(2)
+                    + "\",\"owner\":\"" + m.group(3) + "\",\"live\":" + live);
+                Matcher pair = PAIR.matcher(line);
+                while (pair.find()) {
+                    String value = pair.group(2);
+                    boolean number = value.matches("-?[0-9]+(\\.[0-9]+)?");
+                    b.append(",\"").append(pair.group(1)).append("\":")
+                        .append(number ? value : "\"" + value.replace("\"", "") + "\"");
                 }
-                String line = Files.readString(dir.resolve(name)).trim();
-                if (json) {
-                    StringBuilder b = new StringBuilder("{\"namespace\":\"" + m.group(1) + "\",\"entity\":\"" + m.group(2)
-                        + "\",\"live\":" + live);
-                    Matcher pair = PAIR.matcher(line);
-                    while (pair.find()) {
-                        String value = pair.group(2);
-                        boolean number = value.matches("-?[0-9]+(\\.[0-9]+)?");
-                        b.append(",\"").append(pair.group(1)).append("\":")
-                            .append(number ? value : "\"" + value.replace("\"", "") + "\"");
-                    }
-                    entries.add(b.append('}').toString());
-                } else {
-                    entries.add("namespace " + m.group(1) + " entity " + m.group(2) + (live ? " (live)" : " (DEAD)")
-                        + "\n  " + line.replace(" ", "\n  "));
-                }
+                entries.add(b.append('}').toString());
+            } else {
+                entries.add("namespace " + m.group(1) + " entity " + m.group(2) + " owner " + m.group(3)
+                    + (live ? " (live)" : " (DEAD)") + "\n  " + line.replace(" ", "\n  "));
             }
         }
         if (json) {

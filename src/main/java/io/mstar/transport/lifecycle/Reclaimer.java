@@ -1,110 +1,151 @@
 package io.mstar.transport.lifecycle;
 
+import io.mstar.transport.NativeCallException;
 import io.mstar.transport.posix.Posix;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import static io.mstar.transport.posix.Posix.O_CLOEXEC;
-import static io.mstar.transport.posix.Posix.O_CREAT;
 import static io.mstar.transport.posix.Posix.O_NOFOLLOW;
-import static io.mstar.transport.posix.Posix.O_RDWR;
+import static io.mstar.transport.posix.Posix.O_NONBLOCK;
+import static io.mstar.transport.posix.Posix.O_RDONLY;
 
 /**
- * Finds the namespaces in a shared-memory directory and removes the files of dead ones: a namespace is
- * dead when its lock ({@code mstar_<ns>.lock}) can be taken exclusively (or it has none: a live process
- * always holds one). While holding that exclusive lock, its files are unlinked, then the lock file;
- * a process of that namespace starting meanwhile waits for the lock, finds its file gone, and makes a
- * new one.
+ * Removes the files of dead owners, file by file, in every namespace of a shared-memory directory
+ * (live deployments included). Each of the library's files is locked by its owner for as long as it
+ * exists ({@link OwnedFile}), so a file whose lock can be taken has no live owner; the sweep takes the
+ * lock, checks that the file it locked is still the one at the path, and only then unlinks it. Removing
+ * or replacing any file by hand therefore never makes a live owner's other files look dead: each file
+ * answers for itself. A planted symbolic link at one of our names is removed, never followed.
+ *
+ * <p>A demo working directory ({@code mstar-demo-<nonce>}) is locked by its demo process the same way;
+ * once that lock is free, the sweep empties it of dead owners' files and removes it when empty.
  */
 public final class Reclaimer {
     private static final Logger LOG = LoggerFactory.getLogger(Reclaimer.class);
-    /** Any file the library creates: {@code mstar_<ns>_...} or {@code mstar_<ns>.lock}. */
-    public static final Pattern OURS = Pattern.compile("mstar_([0-9a-f]{16})(?:_.+|\\.lock)");
+    /**
+     * Test-only seam: {@code -Dmstar.test.reclaimIgnoresOwners=true} makes the sweep skip the owner check
+     * (every file looks dead), so a test can show that the check is what keeps live files.
+     */
+    static final boolean IGNORE_OWNERS = Boolean.getBoolean("mstar.test.reclaimIgnoresOwners");
 
     private Reclaimer() {
     }
 
-    /** The library's files in {@code dir}, by namespace id, sorted. */
-    public static Map<String, List<String>> filesByNamespace(Path dir) {
-        Map<String, List<String>> byNamespace = new TreeMap<>();
+    /** One file a sweep removed. */
+    public record Removed(String name, long sizeBytes) {
+    }
+
+    /** The names in {@code dir} that are the library's files or demo directories, sorted. */
+    public static List<String> ourNames(Path dir) {
         try (Stream<Path> entries = Files.list(dir)) {
-            entries.map(p -> p.getFileName().toString()).sorted().forEach(name -> {
-                Matcher m = OURS.matcher(name);
-                if (m.matches()) {
-                    byNamespace.computeIfAbsent(m.group(1), ns -> new ArrayList<>()).add(name);
-                }
-            });
+            return entries.map(p -> p.getFileName().toString())
+                .filter(name -> ShmNames.parse(name) != null || ShmNames.DEMO_DIR.matcher(name).matches())
+                .sorted().toList();
+        } catch (NoSuchFileException e) {
+            return List.of();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot list " + dir, e);
         }
-        return byNamespace;
     }
 
-    /** Removes the files of every dead namespace in {@code dir}; returns the names removed. */
-    public static List<String> reclaimDead(Path dir) {
-        List<String> removed = new ArrayList<>();
-        for (Map.Entry<String, List<String>> e : filesByNamespace(dir).entrySet()) {
-            removed.addAll(reclaimIfDead(dir, e.getKey()));
+    /** Removes every file in {@code dir} whose owner is dead; returns what it removed. */
+    public static List<Removed> sweep(Path dir) {
+        List<Removed> removed = new ArrayList<>();
+        for (String name : ourNames(dir)) {
+            if (ShmNames.DEMO_DIR.matcher(name).matches()) {
+                removed.addAll(sweepDemoDirectory(dir.resolve(name)));
+            } else {
+                long bytes = reclaimIfDead(dir, name);
+                if (bytes >= 0) {
+                    removed.add(new Removed(name, bytes));
+                }
+            }
         }
         if (!removed.isEmpty()) {
-            LOG.warn("removed {} files of dead deployments from {}: {}", removed.size(), dir, removed);
+            LOG.warn("removed {} files of dead owners from {}: {}", removed.size(), dir,
+                removed.stream().map(Removed::name).toList());
         }
         return removed;
     }
 
-    /** Removes the namespace's files when no process holds its lock; returns what it removed (empty if live). */
-    public static List<String> reclaimIfDead(Path dir, String namespaceId) {
-        String lockName = "mstar_" + namespaceId + ".lock";
-        String path = dir.resolve(lockName).toString();
-        while (true) {
-            int fd = Posix.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-            try {
-                if (!Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB, path)) {
-                    return List.of(); // live
-                }
-                if (!NamespaceLock.isStillAt(fd, path)) {
-                    continue; // someone replaced the lock file meanwhile: look again
-                }
-                List<String> removed = new ArrayList<>();
-                for (String name : filesByNamespace(dir).getOrDefault(namespaceId, List.of())) {
-                    if (!name.equals(lockName) && Posix.unlink(dir.resolve(name).toString())) {
-                        removed.add(name);
-                    }
-                }
-                Posix.unlink(path);
-                removed.add(lockName);
-                return removed;
-            } finally {
-                Posix.close(fd, path);
+    /**
+     * Removes {@code dir/name} when no owner holds it; returns its size, or -1 when it was left in place
+     * (its owner lives, or it changed or vanished meanwhile).
+     */
+    public static long reclaimIfDead(Path dir, String name) {
+        String path = dir.resolve(name).toString();
+        int fd;
+        try {
+            fd = Posix.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
+        } catch (NativeCallException e) {
+            // We never create links: one at our name is planted, and removing the link touches no target.
+            return e.errno() == Posix.ELOOP && Posix.unlink(path) ? 0 : -1;
+        }
+        try {
+            if (!IGNORE_OWNERS && !Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB, path)) {
+                return -1; // its owner lives
             }
+            Posix.FileStatus status = Posix.fstat(fd, path);
+            if (!status.isRegularFile() || !OwnedFile.isStillAt(fd, path)) {
+                return -1;
+            }
+            return Posix.unlink(path) ? status.sizeBytes() : -1;
+        } finally {
+            Posix.close(fd, path); // drops our lock
         }
     }
 
-    /** Whether no process holds the namespace's lock (it is dead, or was never started). */
-    public static boolean isDead(Path dir, String namespaceId) {
-        String path = dir.resolve("mstar_" + namespaceId + ".lock").toString();
+    /** Whether a live owner holds {@code dir/name} (false for a missing file). */
+    public static boolean isHeld(Path dir, String name) {
+        String path = dir.resolve(name).toString();
         int fd;
         try {
-            fd = Posix.open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-        } catch (RuntimeException e) {
-            return true; // no lock file: no live process
+            fd = Posix.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
+        } catch (NativeCallException e) {
+            return false;
         }
         try {
-            return Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB, path);
+            return !Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB, path);
         } finally {
-            Posix.close(fd, path); // closing releases the probe's lock, if it got one
+            Posix.close(fd, path); // also drops the probe's lock, if it got one
+        }
+    }
+
+    private static List<Removed> sweepDemoDirectory(Path demo) {
+        String path = demo.toString();
+        int fd;
+        try {
+            fd = Posix.open(path, O_RDONLY | Posix.O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+        } catch (NativeCallException e) {
+            return List.of();
+        }
+        try {
+            if (!IGNORE_OWNERS && !Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB, path)) {
+                return List.of(); // the demo lives
+            }
+            List<Removed> removed = new ArrayList<>(sweep(demo));
+            try {
+                Files.deleteIfExists(demo);
+                removed.add(new Removed(demo.getFileName().toString(), 0));
+            } catch (DirectoryNotEmptyException e) {
+                // its children still live, or someone else's files are in it: the next sweep looks again
+            } catch (IOException e) {
+                LOG.debug("demo directory not removed: {}", e.toString());
+            }
+            return removed;
+        } finally {
+            Posix.close(fd, path);
         }
     }
 }

@@ -1,35 +1,78 @@
 package io.mstar.transport.lifecycle;
 
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * Names of the files the library creates in the shared-memory directory. Every name starts with
- * {@code mstar_<ns>_}; the parts are separated by {@code _}, so entities may not contain one.
+ * {@code mstar_<ns>_<kind>_}; what follows the entity has a fixed shape, so a name parses from both
+ * ends. {@code <nonce>} (8 hex digits) names one owner: a transport's segments, spill files and stats
+ * file share it.
  *
  * <pre>
  *   segment: mstar_&lt;ns&gt;_arena_&lt;entity&gt;_&lt;nonce&gt;_&lt;index&gt;
- *   spill:   mstar_&lt;ns&gt;_spill_&lt;entity&gt;_&lt;pid&gt;_&lt;uuid, 32 hex digits&gt;
+ *   spill:   mstar_&lt;ns&gt;_spill_&lt;entity&gt;_&lt;nonce&gt;_&lt;uuid, 32 hex digits&gt;
+ *   stats:   mstar_&lt;ns&gt;_stats_&lt;entity&gt;_&lt;nonce&gt;[.next]
  *   mailbox: mstar_&lt;ns&gt;_mailbox_&lt;entity&gt;
- *   stats:   mstar_&lt;ns&gt;_stats_&lt;entity&gt;
- *   lock:    mstar_&lt;ns&gt;.lock  (NamespaceLock)
+ *   demo:    mstar-demo-&lt;nonce&gt;  (a directory the demo command works in)
  * </pre>
  */
 public final class ShmNames {
     private ShmNames() {
     }
 
+    private static final String ENTITY_CHARS = "[A-Za-z0-9-]{1,64}";
+
     /** Entities name a process of the deployment: letters, digits and '-', at most 64. */
-    public static final Pattern ENTITY = Pattern.compile("[A-Za-z0-9-]{1,64}");
-    /** Any segment name, of any namespace. */
+    public static final Pattern ENTITY = Pattern.compile(ENTITY_CHARS);
+    /** Any segment name, of any namespace: groups namespace, entity, nonce, index. */
     public static final Pattern SEGMENT =
-        Pattern.compile("mstar_([0-9a-f]{16})_arena_([A-Za-z0-9-]{1,64})_([0-9a-f]{8})_([0-9]{1,10})");
-
-    /** Any spill file name, of any namespace. */
+        Pattern.compile("mstar_([0-9a-f]{16})_arena_(" + ENTITY_CHARS + ")_([0-9a-f]{8})_([0-9]{1,10})");
+    /** Any spill file name, of any namespace: groups namespace, entity, nonce, uuid. */
     public static final Pattern SPILL =
-        Pattern.compile("mstar_([0-9a-f]{16})_spill_([A-Za-z0-9-]{1,64})_([0-9]{1,10})_([0-9a-f]{32})");
+        Pattern.compile("mstar_([0-9a-f]{16})_spill_(" + ENTITY_CHARS + ")_([0-9a-f]{8})_([0-9a-f]{32})");
+    /** Any stats file name ({@link StatsFile}), of any namespace: groups namespace, entity, nonce, and the next-snapshot suffix. */
+    public static final Pattern STATS =
+        Pattern.compile("mstar_([0-9a-f]{16})_stats_(" + ENTITY_CHARS + ")_([0-9a-f]{8})(\\.next)?");
+    /** Any mailbox name, of any namespace: groups namespace, entity. */
+    public static final Pattern MAILBOX = Pattern.compile("mstar_([0-9a-f]{16})_mailbox_(" + ENTITY_CHARS + ")");
+    /** A working directory of the demo command. */
+    public static final Pattern DEMO_DIR = Pattern.compile("mstar-demo-([0-9a-f]{8})");
 
-    /** Any stats file name ({@link StatsFile}), of any namespace. */
-    public static final Pattern STATS = Pattern.compile("mstar_([0-9a-f]{16})_stats_([A-Za-z0-9-]{1,64})");
+    /** The kinds of file, each with its pattern; group 1 is the namespace and group 2 the entity in every one. */
+    public enum Kind {
+        SEGMENT(ShmNames.SEGMENT), SPILL(ShmNames.SPILL), STATS(ShmNames.STATS), MAILBOX(ShmNames.MAILBOX);
+
+        private final Pattern pattern;
+
+        Kind(Pattern pattern) {
+            this.pattern = pattern;
+        }
+    }
+
+    /**
+     * What a file name says of its file: kind, namespace, entity and owner (the nonce, or "mailbox" for a
+     * mailbox, whose owner is the entity's mailbox itself); null when the name is none of ours.
+     */
+    public record Parsed(Kind kind, String namespace, String entity, String owner) {
+    }
+
+    /** Parses one of the library's file names, or returns null. */
+    public static Parsed parse(String name) {
+        if (!name.startsWith("mstar_")) {
+            return null;
+        }
+        for (Kind kind : Kind.values()) {
+            Matcher m = kind.pattern.matcher(name);
+            if (m.matches()) {
+                return new Parsed(kind, m.group(1), m.group(2), kind == Kind.MAILBOX ? "mailbox" : m.group(3));
+            }
+        }
+        return null;
+    }
 
     /** Checks an entity name, for use in file names. */
     public static String checkEntity(String entity) {
@@ -45,16 +88,25 @@ public final class ShmNames {
         return "mstar_" + ns.id() + "_mailbox_" + checkEntity(entity);
     }
 
-    /** The name of the spill file of one tensor. */
-    public static String spill(Namespace ns, String entity, long pid, java.util.UUID uuid) {
-        return "mstar_" + ns.id() + "_spill_" + checkEntity(entity) + "_" + pid + "_"
+    /** The name of the spill file of one tensor of owner {@code nonce}. */
+    public static String spill(Namespace ns, String entity, String nonce, UUID uuid) {
+        return "mstar_" + ns.id() + "_spill_" + checkEntity(entity) + "_" + nonce + "_"
             + uuid.toString().replace("-", "");
+    }
+
+    /** The name of segment {@code index} of owner {@code nonce}. */
+    public static String segment(Namespace ns, String entity, String nonce, int index) {
+        return "mstar_" + ns.id() + "_arena_" + checkEntity(entity) + "_" + nonce + "_" + index;
+    }
+
+    /** The name of the stats file of owner {@code nonce}. */
+    public static String stats(Namespace ns, String entity, String nonce) {
+        return "mstar_" + ns.id() + "_stats_" + checkEntity(entity) + "_" + nonce;
     }
 
     /** Whether {@code name} is a segment ({@code spill == false}) or spill file of namespace {@code ns}. */
     public static boolean isOurs(Namespace ns, String name, boolean spill) {
-        return name.length() > 23 && name.startsWith("mstar_") && name.regionMatches(6, ns.id(), 0, 16)
-            && name.charAt(22) == '_' && matchesCached(spill ? SPILL : SEGMENT, spill ? SPILL_NAMES : SEGMENT_NAMES, name);
+        return name.startsWith(ns.id(), 6) && matchesCached(spill ? SPILL : SEGMENT, spill ? SPILL_NAMES : SEGMENT_NAMES, name);
     }
 
     /** Whether {@code name} is a valid entity name. */
@@ -64,11 +116,11 @@ public final class ShmNames {
 
     // Descriptors repeat the same few names: remember the ones that matched, so a receive runs no regex.
     private static final int CACHED_NAMES = 4096;
-    private static final java.util.Set<String> SEGMENT_NAMES = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    private static final java.util.Set<String> SPILL_NAMES = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    private static final java.util.Set<String> ENTITY_NAMES = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final Set<String> SEGMENT_NAMES = ConcurrentHashMap.newKeySet();
+    private static final Set<String> SPILL_NAMES = ConcurrentHashMap.newKeySet();
+    private static final Set<String> ENTITY_NAMES = ConcurrentHashMap.newKeySet();
 
-    private static boolean matchesCached(Pattern pattern, java.util.Set<String> matched, String name) {
+    private static boolean matchesCached(Pattern pattern, Set<String> matched, String name) {
         if (matched.contains(name)) {
             return true;
         }
@@ -80,10 +132,5 @@ public final class ShmNames {
         }
         matched.add(name);
         return true;
-    }
-
-    /** The name of segment {@code index} of one arena instance ({@code nonce}, 8 hex digits). */
-    public static String segment(Namespace ns, String entity, String nonce, int index) {
-        return "mstar_" + ns.id() + "_arena_" + checkEntity(entity) + "_" + nonce + "_" + index;
     }
 }

@@ -1,54 +1,51 @@
 package io.mstar.transport.lifecycle;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.SeekableByteChannel;
+import io.mstar.transport.posix.Posix;
+
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Set;
 
 /**
- * {@code mstar_<ns>_stats_<entity>}: one {@code key=value} line, the latest stats snapshot of a live
- * arena, rewritten at each stats interval (when stats logging is on) so that {@code mstar-shm stats} can
- * read it from another process. Written to a temporary name and renamed, so readers never see half a
- * line; removed when the transport closes, and reclaimed with the rest of a dead deployment.
+ * {@code mstar_<ns>_stats_<entity>_<nonce>}: one {@code key=value} line, the latest stats snapshot of a
+ * live transport, rewritten at each stats interval (when stats logging is on) so that
+ * {@code mstar-shm stats} can read it from another process. Each snapshot is written to
+ * {@code <name>.next} and renamed over the name, so readers never see half a line; both are
+ * {@link OwnedFile}s of the transport's owner, so a sweep leaves them while it lives. Removed on close.
  */
-public final class StatsFile {
-    private StatsFile() {
+public final class StatsFile implements AutoCloseable {
+    private final Owner owner;
+    private OwnedFile current; // guarded by this
+    private boolean closed;    // guarded by this
+
+    public StatsFile(Owner owner) {
+        this.owner = owner;
     }
 
-    public static String fileName(Namespace namespace, String entity) {
-        return "mstar_" + namespace.id() + "_stats_" + ShmNames.checkEntity(entity);
-    }
-
-    public static void write(Path dir, Namespace namespace, String entity, String line) {
-        Path target = dir.resolve(fileName(namespace, entity));
-        Path temporary = dir.resolve(fileName(namespace, entity) + "_tmp");
-        try {
-            Files.deleteIfExists(temporary);
-            try (SeekableByteChannel out = Files.newByteChannel(temporary,
-                Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
-                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
-                out.write(ByteBuffer.wrap((line + "\n").getBytes(StandardCharsets.UTF_8)));
-            }
-            Files.move(temporary, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + target, e);
+    /** Publishes one snapshot line. */
+    public synchronized void write(String line) {
+        if (closed) {
+            return;
         }
+        OwnedFile next = OwnedFile.create(owner.dir(), owner.statsName() + ".next");
+        try {
+            Posix.pwrite(next.fd(), (line + "\n").getBytes(StandardCharsets.UTF_8), 0, next.path());
+            next.renameTo(owner.dir(), owner.statsName());
+        } catch (RuntimeException e) {
+            next.close();
+            throw e;
+        }
+        if (current != null) {
+            current.close(); // its name is the new snapshot's now, so this only drops the old inode's lock
+        }
+        current = next;
     }
 
-    public static void remove(Path dir, Namespace namespace, String entity) {
-        try {
-            Files.deleteIfExists(dir.resolve(fileName(namespace, entity)));
-            Files.deleteIfExists(dir.resolve(fileName(namespace, entity) + "_tmp"));
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+    /** Removes the file. Idempotent. */
+    @Override
+    public synchronized void close() {
+        closed = true;
+        if (current != null) {
+            current.close();
+            current = null;
         }
     }
 }

@@ -14,6 +14,7 @@ import java.lang.invoke.VarHandle;
 import java.util.Map;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -41,6 +42,8 @@ public final class Posix {
     public static final int O_EXCL = 0x80;
     public static final int O_NOFOLLOW = AARCH64 ? 0x8000 : 0x20000;
     public static final int O_CLOEXEC = 0x80000;
+    public static final int O_NONBLOCK = 0x800;
+    public static final int O_DIRECTORY = AARCH64 ? 0x4000 : 0x10000;
 
     public static final int PROT_READ = 1;
     public static final int PROT_WRITE = 2;
@@ -56,6 +59,7 @@ public final class Posix {
     public static final int LOCK_UN = 8;
 
     public static final int ENOENT = 2;
+    public static final int ELOOP = 40;
     public static final int EWOULDBLOCK = 11;
     public static final int EEXIST = 17;
     public static final int ENOSPC = 28;
@@ -71,6 +75,11 @@ public final class Posix {
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle CLOSE = errnoCall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle UNLINK = errnoCall("unlink", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    private static final MethodHandle PREAD = errnoCall("pread",
+        FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
+    private static final MethodHandle PWRITE = errnoCall("pwrite",
+        FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
+    private static final MethodHandle RENAME = errnoCall("rename", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle FSTAT = errnoCall("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
     private static final MethodHandle FLOCK = errnoCall("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle STATVFS = errnoCall("statvfs", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
@@ -151,6 +160,50 @@ public final class Posix {
                 throw failure("unlink", state, path);
             }
             return true;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code rename(from, to)}: atomically replaces {@code to}. */
+    public static void rename(String from, String to) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            if ((int) RENAME.invokeExact(state, arena.allocateFrom(from), arena.allocateFrom(to)) != 0) {
+                throw failure("rename", state, from + " -> " + to);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code pread(fd, buf, n, offset)} into a fresh array; returns the bytes read (fewer at the end of the file). */
+    public static byte[] pread(int fd, int lengthBytes, long offset, String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment buf = arena.allocate(Math.max(1, lengthBytes));
+            long n = (long) PREAD.invokeExact(state, fd, buf, (long) lengthBytes, offset);
+            if (n < 0) {
+                throw failure("pread", state, path);
+            }
+            return buf.asSlice(0, n).toArray(JAVA_BYTE);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code pwrite(fd, bytes, n, offset)} until every byte is written. */
+    public static void pwrite(int fd, byte[] bytes, long offset, String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment buf = arena.allocateFrom(JAVA_BYTE, bytes);
+            for (long done = 0; done < bytes.length; ) {
+                long n = (long) PWRITE.invokeExact(state, fd, buf.asSlice(done), bytes.length - done, offset + done);
+                if (n < 0) {
+                    throw failure("pwrite", state, path);
+                }
+                done += n;
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -2,6 +2,7 @@ package io.mstar.transport.shm;
 
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.SegmentAccessException;
+import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.posix.Posix;
 
 import java.lang.foreign.Arena;
@@ -12,8 +13,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import static io.mstar.transport.posix.Posix.MAP_POPULATE;
 import static io.mstar.transport.posix.Posix.MAP_SHARED;
 import static io.mstar.transport.posix.Posix.O_CLOEXEC;
-import static io.mstar.transport.posix.Posix.O_CREAT;
-import static io.mstar.transport.posix.Posix.O_EXCL;
 import static io.mstar.transport.posix.Posix.O_NOFOLLOW;
 import static io.mstar.transport.posix.Posix.O_RDONLY;
 import static io.mstar.transport.posix.Posix.O_RDWR;
@@ -21,27 +20,24 @@ import static io.mstar.transport.posix.Posix.PROT_READ;
 import static io.mstar.transport.posix.Posix.PROT_WRITE;
 
 /**
- * One shared-memory file mapped into this process: either our own segment (created, read-write,
- * unlinked on close) or a peer's (opened read-only, left in place on close).
+ * One shared-memory file mapped into this process: either our own segment (created, locked as an
+ * {@link OwnedFile}, read-write, unlinked on close) or a peer's (opened without a lock, read-only, left in
+ * place on close).
  *
  * <p>The mapping is made once with {@code MAP_POPULATE}, so page faults are paid here and not on the
  * first copy, and it never moves: its address stays valid until {@link #close()}, which unmaps it
  * through its own shared {@link Arena}. Closing is idempotent.
  */
 public final class MappedSegment implements AutoCloseable {
-    /** Mode of every file we create: owner read and write only. */
-    static final int FILE_MODE = 0600;
-
     private final String name;
     private final String path;
     private final long sizeBytes;
-    private final boolean owned;
+    private final OwnedFile owned; // null for a peer's file
     private final Arena arena;
     private final MemorySegment memory;
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final AtomicBoolean unlinked = new AtomicBoolean();
 
-    private MappedSegment(String name, String path, long sizeBytes, boolean owned, Arena arena, MemorySegment memory) {
+    private MappedSegment(String name, String path, long sizeBytes, OwnedFile owned, Arena arena, MemorySegment memory) {
         this.name = name;
         this.path = path;
         this.sizeBytes = sizeBytes;
@@ -51,28 +47,18 @@ public final class MappedSegment implements AutoCloseable {
     }
 
     /**
-     * Creates {@code dir/name} exclusively (never following or reusing an existing file), commits its
-     * pages and maps it read-write.
+     * Creates {@code dir/name} exclusively (never following or reusing an existing file), locks it as its
+     * owner, commits its pages and maps it read-write. Closing the segment removes the file.
      *
      * @throws ShmFullException when the file system cannot back {@code sizeBytes}
      * @throws NativeCallException when any other libc call fails, e.g. {@code EEXIST} for a name in use
      */
     public static MappedSegment create(Path dir, String name, long sizeBytes) {
-        return create(dir, name, sizeBytes, true, false);
-    }
-
-    /**
-     * As {@link #create(Path, String, long)}, mapped for the calling thread only: unmapping a thread's own
-     * mapping is cheap, where closing a shared one synchronizes with every thread (a spill file is
-     * written by one thread and unmapped at once).
-     */
-    public static MappedSegment createConfined(Path dir, String name, long sizeBytes) {
-        return create(dir, name, sizeBytes, true, true);
+        return create(dir, name, sizeBytes, true);
     }
 
     /** As {@link #create(Path, String, long)}; tests skip the free-space check to reach the commit's own guard. */
-    static MappedSegment create(Path dir, String name, long sizeBytes, boolean checkSpaceFirst, boolean confined) {
-        String path = dir.resolve(name).toString();
+    static MappedSegment create(Path dir, String name, long sizeBytes, boolean checkSpaceFirst) {
         if (checkSpaceFirst) {
             long available = Posix.statvfs(dir.toString()).availableBytes();
             if (available < sizeBytes) {
@@ -80,33 +66,42 @@ public final class MappedSegment implements AutoCloseable {
                     + ", segmentBytes=" + sizeBytes + ", availableBytes=" + available, null);
             }
         }
-        int fd = Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
+        OwnedFile file = OwnedFile.create(dir, name);
         boolean ok = false;
         try {
-            try {
-                Posix.fallocate(fd, sizeBytes, path);
-            } catch (NativeCallException e) {
-                if (e.errno() == Posix.ENOSPC) {
-                    throw new ShmFullException("shared-memory directory filled while committing a segment: path="
-                        + path + ", segmentBytes=" + sizeBytes, e);
-                }
-                throw e;
-            }
-            MappedSegment segment = map(name, path, fd, sizeBytes, PROT_READ | PROT_WRITE, true, confined);
+            MappedSegment segment = mapOwned(name, file, sizeBytes, false, true);
             ok = true;
             return segment;
         } finally {
-            Posix.close(fd, path);
             if (!ok) {
-                Posix.unlink(path);
+                file.close();
             }
         }
     }
 
-    /** Creates an empty file exclusively, with the same flags and mode as a segment (a zero-byte tensor's file). */
-    public static void createEmpty(Path dir, String name) {
-        String path = dir.resolve(name).toString();
-        Posix.close(Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE), path);
+    /**
+     * Commits {@code sizeBytes} of an owned file and maps it read-write for the calling thread only (a spill
+     * file, written by one thread and unmapped at once: unmapping a thread's own mapping is cheap, where
+     * closing a shared one synchronizes with every thread). Closing the mapping leaves the file to its owner.
+     *
+     * @throws ShmFullException when the file system cannot back {@code sizeBytes}
+     */
+    public static MappedSegment mapConfined(String name, OwnedFile file, long sizeBytes) {
+        return mapOwned(name, file, sizeBytes, true, false);
+    }
+
+    private static MappedSegment mapOwned(String name, OwnedFile file, long sizeBytes, boolean confined,
+                                          boolean removeOnClose) {
+        try {
+            Posix.fallocate(file.fd(), sizeBytes, file.path());
+        } catch (NativeCallException e) {
+            if (e.errno() == Posix.ENOSPC) {
+                throw new ShmFullException("shared-memory directory filled while committing a segment: path="
+                    + file.path() + ", segmentBytes=" + sizeBytes, e);
+            }
+            throw e;
+        }
+        return map(name, file.path(), file.fd(), sizeBytes, PROT_READ | PROT_WRITE, removeOnClose ? file : null, confined);
     }
 
     /**
@@ -151,13 +146,13 @@ public final class MappedSegment implements AutoCloseable {
                 throw new SegmentAccessException("peer segment is smaller than needed: path=" + path
                     + ", sizeBytes=" + status.sizeBytes() + ", neededBytes=" + minSizeBytes);
             }
-            return map(name, path, fd, status.sizeBytes(), writable ? PROT_READ | PROT_WRITE : PROT_READ, false, confined);
+            return map(name, path, fd, status.sizeBytes(), writable ? PROT_READ | PROT_WRITE : PROT_READ, null, confined);
         } finally {
             Posix.close(fd, path);
         }
     }
 
-    private static MappedSegment map(String name, String path, int fd, long sizeBytes, int prot, boolean owned,
+    private static MappedSegment map(String name, String path, int fd, long sizeBytes, int prot, OwnedFile owned,
                                      boolean confined) {
         long address = Posix.mmap(sizeBytes, prot, MAP_SHARED | MAP_POPULATE, fd, path);
         Arena arena = confined ? Arena.ofConfined() : Arena.ofShared();
@@ -190,24 +185,26 @@ public final class MappedSegment implements AutoCloseable {
 
     /** Removes our file's name; mappings (ours and peers') stay valid until unmapped. Idempotent. */
     public void unlink() {
-        if (owned && unlinked.compareAndSet(false, true)) {
-            Posix.unlink(path);
+        if (owned != null) {
+            owned.unlink();
         }
     }
 
-    /** Unmaps, leaving the file in place (a spill file handed to its consumer). Idempotent. */
+    /** Unmaps, leaving the file in place (a peer's file, or a spill file handed to its consumer). Idempotent. */
     public void unmap() {
         if (closed.compareAndSet(false, true)) {
             arena.close();
         }
     }
 
-    /** Unlinks (own segments) and unmaps. Idempotent. */
+    /** Unlinks and releases our own file, and unmaps. Idempotent. */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
             try {
-                unlink();
+                if (owned != null) {
+                    owned.close();
+                }
             } finally {
                 arena.close();
             }

@@ -7,11 +7,12 @@ import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
+import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.NamespaceLock;
+import io.mstar.transport.lifecycle.OwnedFile;
+import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
-import io.mstar.transport.lifecycle.ShmNames;
-import io.mstar.transport.posix.Posix;
+import io.mstar.transport.lifecycle.Sweeper;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.shm.MappedView;
 import io.mstar.transport.shm.ShmFullException;
@@ -20,6 +21,7 @@ import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -32,8 +34,9 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * One file per tensor in the shared-memory directory, named
- * {@code mstar_<ns>_spill_<entity>_<pid>_<uuid>}: created exclusively (never following or reusing an
- * existing name), mode 0600, committed before it is written (a full tmpfs fails here, not as SIGBUS).
+ * {@code mstar_<ns>_spill_<entity>_<nonce>_<uuid>}: created exclusively (never following or reusing an
+ * existing name), mode 0600, committed before it is written (a full tmpfs fails here, not as SIGBUS),
+ * and locked by its owner until it is removed ({@link OwnedFile}: one descriptor per file in flight).
  * The consumer reads it (up to 1 GiB into the heap, larger files mapped read-only for the view's
  * lifetime); the producer unlinks it on the ACK, and all of its files on
  * {@link #unlinkOwnedFiles()} and {@link #close()}.
@@ -45,17 +48,16 @@ public final class FileTransport implements TensorTransport {
     /** Spill files up to this size are read into the heap; larger ones are mapped for the view's lifetime. */
     static final long COPY_OUT_MAX_BYTES = 1L << 30;
 
+    private final Owner owner;
     private final Path dir;
-    private final Namespace namespace;
     private final String entity;
-    private final long pid = ProcessHandle.current().pid();
-    private final Map<UUID, String> owned = new ConcurrentHashMap<>();
+    private final Map<UUID, InFlight> owned = new ConcurrentHashMap<>();
     private final AtomicLong tensorsSent = new AtomicLong();
     private final AtomicLong bytesSent = new AtomicLong();
     private final AtomicLong acks = new AtomicLong();
     private final AtomicLong unknownAcks = new AtomicLong();
     private final AtomicLong tensorsReceived = new AtomicLong();
-    private final NamespaceLock namespaceLock;
+    private final Sweeper sweeper;
     /**
      * Writers hold the read side from creating a file until it is registered as owned; close takes the
      * write side, so a file created while another thread closes (a shutdown hook, say) is always unlinked.
@@ -63,11 +65,24 @@ public final class FileTransport implements TensorTransport {
     private final ReentrantReadWriteLock closing = new ReentrantReadWriteLock();
     private volatile boolean closed;
 
+    /** A spill file in flight: its owned file and when it was written. */
+    private record InFlight(OwnedFile file, long sentAtNs) {
+    }
+
+    /** A file transport of a new owner, sweeping its directory every {@link TransportConfig#RECLAIM_INTERVAL_DEFAULT}. */
     public FileTransport(Path dir, Namespace namespace, String entity) {
-        this.dir = dir;
-        this.namespace = namespace;
-        this.entity = ShmNames.checkEntity(entity);
-        this.namespaceLock = NamespaceLock.acquire(dir, namespace);
+        this(Owner.create(dir, namespace, entity), TransportConfig.RECLAIM_INTERVAL_DEFAULT);
+    }
+
+    /**
+     * @param owner           whose spill files these are (an arena transport passes its own)
+     * @param reclaimInterval how often this process sweeps dead owners' files ({@link Sweeper})
+     */
+    public FileTransport(Owner owner, Duration reclaimInterval) {
+        this.owner = owner;
+        this.dir = owner.dir();
+        this.entity = owner.entity();
+        this.sweeper = Sweeper.join(dir, reclaimInterval);
         ShutdownCleanup.register(this);
     }
 
@@ -101,13 +116,12 @@ public final class FileTransport implements TensorTransport {
      * @throws CapacityException when the file system cannot hold it
      */
     public TensorDescriptor write(String requestId, Tensor tensor, UUID uuid) {
-        String name = ShmNames.spill(namespace, entity, pid, uuid);
+        String name = owner.spillName(uuid);
         long nbytes = tensor.nbytes();
         closing.readLock().lock();
         try {
             checkOpen();
-            createAndFill(name, tensor);
-            owned.put(uuid, name);
+            owned.put(uuid, new InFlight(createAndFill(name, tensor), System.nanoTime()));
         } finally {
             closing.readLock().unlock();
         }
@@ -117,28 +131,25 @@ public final class FileTransport implements TensorTransport {
             Placement.SPILL, name, 0);
     }
 
-    private void createAndFill(String name, Tensor tensor) {
+    private OwnedFile createAndFill(String name, Tensor tensor) {
         long nbytes = tensor.nbytes();
+        OwnedFile file = OwnedFile.create(dir, name);
+        boolean ok = false;
         try {
-            if (nbytes == 0) {
-                MappedSegment.createEmpty(dir, name);
-            } else {
-                MappedSegment file = MappedSegment.createConfined(dir, name, nbytes);
-                boolean copied = false;
-                try {
-                    MemorySegment.copy(tensor.data(), 0, file.memory(), 0, nbytes);
-                    copied = true;
-                } finally {
-                    if (copied) {
-                        file.unmap();
-                    } else {
-                        file.close();
-                    }
+            if (nbytes > 0) {
+                try (MappedSegment mapping = MappedSegment.mapConfined(name, file, nbytes)) {
+                    MemorySegment.copy(tensor.data(), 0, mapping.memory(), 0, nbytes);
                 }
             }
+            ok = true;
+            return file;
         } catch (ShmFullException e) {
             throw new CapacityException("no room for a spill file: dir=" + dir + ", nbytes=" + nbytes
                 + ": free shared memory (the doctor command lists what holds it) or give it a larger size", e);
+        } finally {
+            if (!ok) {
+                file.close();
+            }
         }
     }
 
@@ -179,14 +190,25 @@ public final class FileTransport implements TensorTransport {
         }
     }
 
-    /** Unlinks the file of an owned tensor; false when the uuid is not one of ours in flight. */
+    /** Removes the file of an owned tensor; false when the uuid is not one of ours in flight. */
     public boolean release(UUID uuid) {
-        String name = owned.remove(uuid);
-        if (name == null) {
+        InFlight f = owned.remove(uuid);
+        if (f == null) {
             return false;
         }
-        Posix.unlink(dir.resolve(name).toString());
+        f.file().close();
         return true;
+    }
+
+    /** Removes the files written before {@code cutoffNs} (their ACK is overdue); returns their uuids. */
+    public List<UUID> releaseOlderThan(long cutoffNs) {
+        List<UUID> expired = new ArrayList<>();
+        for (Map.Entry<UUID, InFlight> e : owned.entrySet()) {
+            if (e.getValue().sentAtNs() - cutoffNs < 0 && release(e.getKey())) {
+                expired.add(e.getKey());
+            }
+        }
+        return expired;
     }
 
     /** Whether this tensor was written here and not yet released. */
@@ -207,10 +229,8 @@ public final class FileTransport implements TensorTransport {
 
     @Override
     public void unlinkOwnedFiles() {
-        // Entries stay, so that later ACKs of these tensors are still recognized.
-        for (String name : owned.values()) {
-            Posix.unlink(dir.resolve(name).toString());
-        }
+        // Entries (and locks) stay, so that later ACKs of these tensors are still recognized.
+        owned.values().forEach(f -> f.file().unlink());
     }
 
     @Override
@@ -223,10 +243,10 @@ public final class FileTransport implements TensorTransport {
             closed = true;
             ShutdownCleanup.unregister(this);
             try {
-                unlinkOwnedFiles();
+                owned.values().forEach(f -> f.file().close());
                 owned.clear();
             } finally {
-                namespaceLock.close(); // after the last file is gone
+                sweeper.leave();
             }
         } finally {
             closing.writeLock().unlock();

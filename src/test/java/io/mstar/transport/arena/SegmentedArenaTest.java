@@ -56,7 +56,7 @@ class SegmentedArenaTest {
             assertEquals(3 * SEGMENT, full.capacityBytes());
             assertEquals(0, full.freeBytes());
             assertEquals(1, full.failedReserves());
-            List<String> files = ShmTestDir.listData(shm.path());
+            List<String> files = ShmTestDir.list(shm.path());
             assertEquals(3, files.size());
             for (String f : files) {
                 assertTrue(ShmNames.SEGMENT.matcher(f).matches(), f);
@@ -93,7 +93,7 @@ class SegmentedArenaTest {
             long big = arena.reserve(3 * SEGMENT + 5);
             assertNotEquals(SegmentedArena.FULL, big);
             assertEquals(0, SegmentedArena.offset(big));
-            assertEquals(2, ShmTestDir.listData(shm.path()).size());
+            assertEquals(2, ShmTestDir.list(shm.path()).size());
             ArenaStats stats = arena.stats();
             assertEquals(SEGMENT + 3 * SEGMENT + 4096, stats.capacityBytes(), "page-aligned dedicated size");
             arena.slotMemory(big, 3 * SEGMENT + 5).set(JAVA_LONG, 3 * SEGMENT - 8, 1L);

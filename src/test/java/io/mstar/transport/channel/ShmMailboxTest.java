@@ -2,7 +2,7 @@ package io.mstar.transport.channel;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Placement;
-import io.mstar.transport.SegmentAccessException;
+import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.lifecycle.Namespace;
@@ -97,7 +97,7 @@ class ShmMailboxTest {
              ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer");
              MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
                  ShmMailbox.FILE_BYTES, true)) {
-            ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(), ShmMailbox.FILE_BYTES));
+            ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(), ShmMailbox.RING_FILE_BYTES));
             byte[] garbage = {8, 'p', 'r', 'o', 'd', 'u', 'c', 'e', 'r', 1, 0, 'x', 'y'};
             assertTrue(ring.write(ShmMailbox.DESCRIPTORS, new UnsafeBuffer(garbage), 0, garbage.length));
             producer.sendDescriptors("consumer", List.of(descriptor(1)));
@@ -114,7 +114,7 @@ class ShmMailboxTest {
              ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer");
              MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
                  ShmMailbox.FILE_BYTES, true)) {
-            ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(), ShmMailbox.FILE_BYTES));
+            ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(), ShmMailbox.RING_FILE_BYTES));
             // A writer that claimed a record and died before committing it.
             assertTrue(ring.tryClaim(ShmMailbox.DESCRIPTORS, 100) >= 0);
             producer.sendDescriptors("consumer", List.of(descriptor(2)));
@@ -133,9 +133,10 @@ class ShmMailboxTest {
     @Test
     void sendingToAnEntityWithoutMailboxSaysSo() {
         try (ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer")) {
-            SegmentAccessException e = assertThrows(SegmentAccessException.class,
+            PeerUnavailableException e = assertThrows(PeerUnavailableException.class,
                 () -> producer.sendAcks("nobody", List.of(UUID.randomUUID())));
-            assertTrue(e.getMessage().contains("no mailbox for entity nobody"), e.getMessage());
+            assertEquals("nobody", e.entity());
+            assertTrue(e.getMessage().contains("entity nobody has no mailbox"), e.getMessage());
         }
     }
 

@@ -34,46 +34,60 @@ class DoctorTest {
         return new Run(code, out + err.toString());
     }
 
-    private ChildJvm holder(String endpoint) throws Exception {
-        ChildJvm child = ChildJvm.start(Node.class, "consumer", shm.path().toString(), endpoint, "holder", "-1", "0");
-        Path mailbox = shm.path().resolve(ShmNames.mailbox(Namespace.of(null, endpoint), "holder"));
+    private ChildJvm consumer(String endpoint, String entity) throws Exception {
+        ChildJvm child = ChildJvm.start(Node.class, "consumer", shm.path().toString(), endpoint, entity, "-1", "0");
+        awaitMailbox(child, endpoint, entity);
+        return child;
+    }
+
+    private void awaitMailbox(ChildJvm child, String endpoint, String entity) throws Exception {
+        Path mailbox = shm.path().resolve(ShmNames.mailbox(Namespace.of(null, endpoint), entity));
         while (!Files.exists(mailbox)) {
             assertTrue(child.process().isAlive(), child.output());
             Thread.sleep(10);
         }
-        return child;
     }
 
+    /** A dead owner inside a live deployment: doctor names it and exits 1; reclaim removes its files only. */
     @Test
-    void reportsLiveAndDeadDeploymentsAndReclaimRemovesOnlyTheDead() throws Exception {
-        ChildJvm live = holder("doctor-live");
-        ChildJvm dead = holder("doctor-dead");
-        dead.process().destroyForcibly().waitFor();
-        dead.deleteLog();
-        String liveId = Namespace.of(null, "doctor-live").id();
-        String deadId = Namespace.of(null, "doctor-dead").id();
+    void aDeadOwnerInALiveDeploymentIsReportedAndReclaimRemovesOnlyItsFiles() throws Exception {
         String dir = shm.path().toString();
+        ChildJvm live = consumer("doctor", "holder");
+        ChildJvm worker = ChildJvm.start(Node.class, "producer", dir, "doctor", "worker", "holder", "1000000", "7", "1",
+            "MSTAR_SHM_ARENA_SEGMENT_MB=4");
+        awaitMailbox(worker, "doctor", "worker");
+        while (ShmTestDir.list(shm.path()).stream().noneMatch(f -> f.contains("_arena_worker_"))) {
+            Thread.sleep(10); // its first segment
+        }
+        worker.process().destroyForcibly().waitFor();
+        worker.deleteLog();
+        String ns = Namespace.of(null, "doctor").id();
 
         Run doctor = run("doctor", "--dir", dir);
         assertEquals(1, doctor.code, doctor.out);
-        assertTrue(doctor.out.contains("namespace " + deadId + ": DEAD") && doctor.out.contains("ORPHAN"), doctor.out);
-        assertTrue(doctor.out.contains("namespace " + liveId + ": live"), doctor.out);
+        assertTrue(doctor.out.contains("namespace " + ns + ": live"), doctor.out);
+        assertTrue(doctor.out.matches("(?s).*owner entity=worker owner=[0-9a-f]{8}: DEAD.*"), doctor.out);
+        assertTrue(doctor.out.contains("owner entity=holder owner=mailbox: live (lock held by pid [" + live.process().pid()
+            + "])"), doctor.out);
         assertTrue(doctor.out.contains("mappedBy=[" + live.process().pid() + "]"), "the live mailbox's mapper:\n" + doctor.out);
+        assertTrue(doctor.out.contains("mstar-shm reclaim --dir " + dir + " --yes"), "says how to fix it:\n" + doctor.out);
 
         Run json = run("doctor", "--dir", dir, "--json");
         assertEquals(1, json.code);
         assertTrue(json.out.startsWith("{\"dir\":") && json.out.contains("\"healthy\":false")
-            && json.out.contains("\"kind\":\"mailbox\""), json.out);
+            && json.out.contains("\"entity\":\"worker\"") && json.out.contains("\"live\":false")
+            && json.out.contains("\"fix\":\"mstar-shm reclaim"), json.out);
 
         Run dryRun = run("reclaim", "--dir", dir);
         assertEquals(0, dryRun.code);
-        assertTrue(dryRun.out.contains("would remove") && !dryRun.out.contains(liveId), dryRun.out);
-        assertTrue(ShmTestDir.list(shm.path()).stream().anyMatch(f -> f.contains(deadId)), "a dry run removes nothing");
+        assertTrue(dryRun.out.contains("would remove") && dryRun.out.contains("_worker_") && !dryRun.out.contains("holder"),
+            dryRun.out);
+        assertTrue(ShmTestDir.list(shm.path()).stream().anyMatch(f -> f.contains("_worker")), "a dry run removes nothing");
 
         Run reclaim = run("reclaim", "--dir", dir, "--yes");
-        assertTrue(reclaim.out.contains("removed") && !reclaim.out.contains(liveId), reclaim.out);
-        List<String> left = ShmTestDir.list(shm.path());
-        assertTrue(!left.isEmpty() && left.stream().allMatch(f -> f.contains(liveId)), left.toString());
+        assertTrue(reclaim.out.contains("removed") && reclaim.out.contains("_worker") && !reclaim.out.contains("holder"),
+            reclaim.out);
+        assertEquals(List.of(ShmNames.mailbox(Namespace.of(null, "doctor"), "holder")), ShmTestDir.list(shm.path()));
         assertEquals(0, run("doctor", "--dir", dir).code);
 
         Files.createFile(Node.stopFile(dir, "holder"));
@@ -89,11 +103,12 @@ class DoctorTest {
             io.mstar.transport.TransportConfig.SHM_DIR, shm.path().toString(),
             io.mstar.transport.TransportConfig.STATS_INTERVAL_S, "0.05")::get);
         Namespace ns = Namespace.of(null, "stats-test");
+        io.mstar.transport.lifecycle.Owner owner = io.mstar.transport.lifecycle.Owner.create(shm.path(), ns, "producer");
         try (var transport = new io.mstar.transport.arena.ArenaTransport(config,
-            new io.mstar.transport.arena.SegmentedArena(shm.path(), ns, "producer", 1 << 20, 1), true)) {
+            new io.mstar.transport.arena.SegmentedArena(owner, 1 << 20, 1, java.time.Duration.ofSeconds(30)), true)) {
             var d = transport.send("r", List.of(io.mstar.transport.Tensor.of(io.mstar.transport.DType.U8,
                 java.lang.foreign.MemorySegment.ofArray(new byte[100]), 100))).getFirst();
-            Path file = shm.path().resolve(io.mstar.transport.lifecycle.StatsFile.fileName(ns, "producer"));
+            Path file = shm.path().resolve(owner.statsName());
             long deadline = System.nanoTime() + 10_000_000_000L;
             while (!(Files.exists(file) && Files.readString(file).contains("tensorsSent=1"))) {
                 assertTrue(System.nanoTime() < deadline, "no stats file");
@@ -101,9 +116,11 @@ class DoctorTest {
             }
             Run human = run("stats", "--dir", shm.path().toString());
             assertEquals(0, human.code);
-            assertTrue(human.out.contains("entity producer (live)") && human.out.contains("tensorsSent=1"), human.out);
+            assertTrue(human.out.contains("entity producer owner " + owner.nonce() + " (live)")
+                && human.out.contains("tensorsSent=1"), human.out);
             Run json = run("stats", "--dir", shm.path().toString(), "--json");
-            assertTrue(json.out.contains("\"entity\":\"producer\",\"live\":true") && json.out.contains("\"tensorsSent\":1"),
+            assertTrue(json.out.contains("\"entity\":\"producer\",\"owner\":\"" + owner.nonce() + "\",\"live\":true")
+                && json.out.contains("\"tensorsSent\":1"),
                 json.out);
             transport.ack(List.of(d.uuid()));
         }

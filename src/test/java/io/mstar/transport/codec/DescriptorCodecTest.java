@@ -35,7 +35,7 @@ class DescriptorCodecTest {
         UUID uuid = new UUID(r.nextLong(), r.nextLong());
         boolean spill = r.nextBoolean();
         String entity = "e" + r.nextInt(1000);
-        String file = spill ? ShmNames.spill(ns, entity, r.nextInt(1 << 22), uuid)
+        String file = spill ? ShmNames.spill(ns, entity, String.format("%08x", r.nextInt() & 0xffffffffL), uuid)
             : ShmNames.segment(ns, entity, String.format("%08x", r.nextInt() & 0xffffffffL), r.nextInt(40));
         String requestId = r.nextBoolean() ? "req-" + r.nextLong() : "ünïcödé-" + r.nextInt(100);
         return new TensorDescriptor(uuid, requestId, entity, dtype, shape, elements * dtype.itemBytes(),

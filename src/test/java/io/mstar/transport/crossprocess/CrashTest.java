@@ -80,8 +80,8 @@ class CrashTest {
     }
 
     private void expectNoFilesAfterReclaim() {
-        Reclaimer.reclaimDead(shm.path());
-        assertEquals(List.of(), ShmTestDir.list(shm.path()), "files of dead namespaces survived the reclaim");
+        Reclaimer.sweep(shm.path());
+        assertEquals(List.of(), ShmTestDir.list(shm.path()), "files of dead owners survived the sweep");
     }
 
     @Test
@@ -146,6 +146,38 @@ class CrashTest {
         }
     }
 
+    /**
+     * One worker of a live deployment killed while its arena grows (1 MiB segments, a high cap) or while it
+     * spills (one segment), 20 cycles; each cycle's survivor finishes, the sweep leaves nothing of the dead
+     * worker, and the consumer serves throughout.
+     */
+    @Test
+    void aWorkerOfALiveDeploymentKilledMidGrowthOrMidSpill() throws Exception {
+        Nodes nodes = new Nodes(shm.path());
+        ChildJvm consumer = nodes.consumer("live", "consumer", 3, "NODE_TOLERATE_FAILED_FROM=victim");
+        for (int cycle = 0; cycle < CYCLES; cycle++) {
+            boolean spilling = cycle % 2 == 1;
+            ChildJvm victim = nodes.producer("live", "victim", "consumer", 1_000_000, random.nextLong(), 1,
+                "MSTAR_SHM_ARENA_SEGMENT_MB=1", "MSTAR_SHM_ARENA_MAX_SEGMENTS=" + (spilling ? 1 : 1024));
+            ChildJvm survivor = nodes.producer("live", "survivor-" + cycle, "consumer", 200, random.nextLong(), 1);
+            String phase = spilling ? "_spill_victim_" : "_arena_victim_";
+            while (ShmTestDir.list(shm.path()).stream().filter(f -> f.contains(phase)).count() < 2) {
+                assertTrue(victim.process().isAlive(), victim.output());
+                Thread.sleep(2);
+            }
+            sleepRandom();
+            kill(victim);
+            Nodes.expectExit(survivor, 0);
+            List<Reclaimer.Removed> removed = Reclaimer.sweep(shm.path());
+            assertTrue(removed.stream().allMatch(r -> r.name().contains("_victim")), "only the dead worker's: " + removed);
+            assertEquals(List.of(), ShmTestDir.list(shm.path()).stream().filter(f -> f.contains("_victim")).toList(),
+                "cycle " + cycle + ": files of the dead worker survived the sweep");
+        }
+        String out = nodes.stop(consumer, "consumer", 0);
+        assertTrue(out.contains(" corrupted=0 failed=0"), out);
+        assertEquals(List.of(), ShmTestDir.list(shm.path()));
+    }
+
     @Test
     void sigtermRemovesEverythingTheProcessOwns() throws Exception {
         ChildJvm consumer = consumer("sigterm", "consumer");
@@ -169,7 +201,7 @@ class CrashTest {
         kill(dead);
         String liveId = Namespace.of(null, "live-deployment").id();
         String deadId = Namespace.of(null, "dead-deployment").id();
-        List<String> removed = Reclaimer.reclaimDead(shm.path());
+        List<String> removed = Reclaimer.sweep(shm.path()).stream().map(Reclaimer.Removed::name).toList();
         assertTrue(!removed.isEmpty() && removed.stream().allMatch(f -> f.contains(deadId)), removed.toString());
         List<String> left = ShmTestDir.list(shm.path());
         assertTrue(!left.isEmpty() && left.stream().allMatch(f -> f.contains(liveId)), left.toString());

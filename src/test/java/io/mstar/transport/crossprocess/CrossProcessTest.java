@@ -109,10 +109,11 @@ class CrossProcessTest {
         consumer.process().destroyForcibly().waitFor();
         producer.deleteLog();
         consumer.deleteLog();
-        // The killed consumer left its mailbox and the namespace's lock file: reclaim removes both.
+        // The killed consumer left its mailbox: the sweep removes it.
         List<String> left = ShmTestDir.list(shm.path());
-        assertEquals(2, left.size(), left.toString());
-        assertEquals(left, io.mstar.transport.lifecycle.Reclaimer.reclaimDead(shm.path()).stream().sorted().toList());
+        assertEquals(1, left.size(), left.toString());
+        assertEquals(left, io.mstar.transport.lifecycle.Reclaimer.sweep(shm.path()).stream()
+            .map(io.mstar.transport.lifecycle.Reclaimer.Removed::name).toList());
         assertEquals(List.of(), ShmTestDir.list(shm.path()));
     }
 

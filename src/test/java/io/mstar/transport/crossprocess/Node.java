@@ -3,6 +3,7 @@ package io.mstar.transport.crossprocess;
 import io.mstar.transport.CapacityException;
 import io.mstar.transport.DType;
 import io.mstar.transport.MstarTransportException;
+import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
@@ -12,6 +13,7 @@ import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
+import io.mstar.transport.lifecycle.ParentWatch;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -31,17 +33,24 @@ import java.util.zip.CRC32C;
  * Prints one {@code RESULT key=value ...} line; exit 0 when everything arrived intact.
  *
  * <pre>
- *   consumer DIR ENDPOINT ENTITY EXPECTED_TENSORS DELAY_MS_PER_BATCH
+ *   consumer DIR ENDPOINT ENTITY EXPECTED_TENSORS DELAY_MS_PER_BATCH [KEY=VALUE environment overrides...]
  *   producer DIR ENDPOINT ENTITY CONSUMERS(a,b) TENSORS SEED MAX_MB [KEY=VALUE environment overrides...]
  * </pre>
  * A consumer expecting -1 tensors runs until the file {@code DIR/../stop-ENTITY} appears; a producer stops
- * waiting for ACKs when {@code DIR/../stop-ENTITY} appears.
+ * sending when {@code DIR/../stop-ENTITY} appears, then waits for the ACKs of what it sent. A consumer prints
+ * {@code READY <entity> <epoch ms>} once it can receive and {@code FIRST <epoch ms>} at its first tensor.
+ * When a consumer is unavailable, a producer frees the batch and stops sending, or with the override
+ * {@code NODE_REJOIN_WAIT_S=S} waits up to S seconds for it to come back and sends the same batch again. A
+ * consumer with {@code NODE_TOLERATE_FAILED_FROM=P} counts tensors of producer P it cannot open (P was killed
+ * and swept) as lost rather than failed.
+ * Every node exits by itself when its parent dies.
  */
 public final class Node {
     private Node() {
     }
 
     public static void main(String[] args) throws Exception {
+        ParentWatch.exitWhenParentDies();
         switch (args[0]) {
             case "consumer" -> System.exit(consumer(args));
             case "producer" -> System.exit(producer(args));
@@ -74,12 +83,18 @@ public final class Node {
         AtomicLong received = new AtomicLong();
         AtomicLong corrupted = new AtomicLong();
         AtomicLong failed = new AtomicLong();
+        AtomicLong ackPeerGone = new AtomicLong();
+        AtomicLong lost = new AtomicLong();
+        String lostFrom = override(args, 6, "NODE_TOLERATE_FAILED_FROM", "");
         try (TensorTransport transport = TensorTransports.create(config, args[2], entity, false);
              TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity)) {
-            System.out.println("READY " + entity);
+            System.out.println("READY " + entity + " " + System.currentTimeMillis());
             TensorChannel.Listener listener = new TensorChannel.Listener() {
                 @Override
                 public void descriptors(String from, List<TensorDescriptor> batch) {
+                    if (received.get() == 0) {
+                        System.out.println("FIRST " + System.currentTimeMillis());
+                    }
                     List<UUID> done = new ArrayList<>(batch.size());
                     for (TensorDescriptor d : batch) {
                         try (ReceivedTensor in = transport.receive(d)) {
@@ -89,14 +104,19 @@ public final class Node {
                                 System.out.println("CORRUPTED " + d);
                             }
                         } catch (MstarTransportException e) {
-                            failed.incrementAndGet();
-                            System.out.println("FAILED " + d.uuid() + ": " + e);
+                            // A dead producer's segments may be swept: only its own tensors may fail so.
+                            (d.producer().equals(lostFrom) ? lost : failed).incrementAndGet();
+                            System.out.println("FAILED from=" + d.producer() + " " + d.uuid() + ": " + e);
                         }
                         done.add(d.uuid());
                         received.incrementAndGet();
                     }
                     sleep(delayMs);
-                    mailbox.sendAcks(from, done);
+                    try {
+                        mailbox.sendAcks(from, done);
+                    } catch (PeerUnavailableException e) {
+                        ackPeerGone.incrementAndGet(); // its producer died: nobody to free them for
+                    }
                 }
 
                 @Override
@@ -111,7 +131,7 @@ public final class Node {
             }
             TransportStats stats = transport.statsSummary();
             System.out.println("RESULT received=" + received + " corrupted=" + corrupted + " failed=" + failed
-                + " mappedPeers=" + stats.mappedPeerSegments());
+                + " mappedPeers=" + stats.mappedPeerSegments() + " ackPeerGone=" + ackPeerGone + " lost=" + lost);
         }
         return (expected < 0 || received.get() == expected) && corrupted.get() == 0 && failed.get() == 0 ? 0 : 1;
     }
@@ -123,6 +143,7 @@ public final class Node {
         SplittableRandom random = new SplittableRandom(Long.parseLong(args[6]));
         long maxBytes = Long.parseLong(args[7]) << 20;
         TransportConfig config = config(args[1], args, 8);
+        long rejoinWaitS = Long.parseLong(override(args, 8, "NODE_REJOIN_WAIT_S", "0"));
         try (Arena scratch = Arena.ofConfined();
              TensorTransport transport = TensorTransports.create(config, args[2], entity, false);
              TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity, transport)) {
@@ -151,7 +172,7 @@ public final class Node {
                 }
             });
             for (String consumer : consumers) {
-                if (!((io.mstar.transport.channel.ShmMailbox) mailbox).awaitPeer(consumer, Duration.ofSeconds(60))) {
+                if (!mailbox.awaitPeer(consumer, Duration.ofSeconds(60))) {
                     System.out.println("RESULT error=no-consumer-" + consumer);
                     return 2;
                 }
@@ -159,8 +180,9 @@ public final class Node {
             int sent = 0;
             int batchNo = 0;
             SplittableRandom batches = batchSizes(Long.parseLong(args[6]));
+            java.nio.file.Path stop = stopFile(args[1], entity);
             try {
-                while (sent < tensors) {
+                while (sent < tensors && !java.nio.file.Files.exists(stop)) {
                     int n = Math.min(tensors - sent, 1 + batches.nextInt(8));
                     List<Tensor> batch = new ArrayList<>(n);
                     List<String> crcs = new ArrayList<>(n);
@@ -175,7 +197,12 @@ public final class Node {
                         // One request per tensor, so the consumer finds each checksum in its request id.
                         descriptors.addAll(transport.send("crc=" + crcs.get(i), List.of(batch.get(i))));
                     }
-                    mailbox.sendDescriptors(consumers[batchNo++ % consumers.length], descriptors);
+                    String to = consumers[batchNo++ % consumers.length];
+                    if (!deliver(mailbox, to, descriptors, rejoinWaitS)) {
+                        transport.ack(descriptors.stream().map(TensorDescriptor::uuid).toList()); // nobody reads them
+                        System.out.println("STOPPED consumer " + to + " is gone");
+                        break;
+                    }
                     sent += n;
                 }
             } catch (CapacityException e) {
@@ -183,9 +210,7 @@ public final class Node {
                 return 3;
             }
             long deadline = System.nanoTime() + 300_000_000_000L;
-            java.nio.file.Path stop = stopFile(args[1], entity);
-            while (transport.statsSummary().inFlight() > 0 && System.nanoTime() < deadline
-                && !java.nio.file.Files.exists(stop)) {
+            while (transport.statsSummary().inFlight() > 0 && System.nanoTime() < deadline) {
                 Thread.sleep(10);
             }
             acker.interrupt();
@@ -193,10 +218,41 @@ public final class Node {
             System.out.println("RESULT sent=" + sent + " inFlight=" + stats.inFlight() + " liveSlots="
                 + stats.arena().liveSlots() + " spills=" + stats.spills() + " waits=" + stats.backpressureWaits()
                 + " segments=" + stats.arena().segments() + " unknownAcks=" + stats.unknownAcks()
-                + " deadConsumerReclaims=" + stats.deadConsumerReclaims());
+                + " deadConsumerReclaims=" + stats.deadConsumerReclaims() + " peerUnavailable=" + UNAVAILABLE);
             System.out.println("STATS " + stats.toLogLine());
             return stats.inFlight() == 0 && stats.arena().liveSlots() == 0 ? 0 : 1;
         }
+    }
+
+    // Sends a batch; while its consumer is unavailable, waits up to rejoinWaitS for it to come back and
+    // sends the same batch again. False when it did not come back.
+    private static boolean deliver(TensorChannel mailbox, String to, List<TensorDescriptor> descriptors,
+                                   long rejoinWaitS) throws InterruptedException {
+        long deadline = System.nanoTime() + rejoinWaitS * 1_000_000_000L;
+        while (true) {
+            try {
+                mailbox.sendDescriptors(to, descriptors);
+                return true;
+            } catch (PeerUnavailableException e) {
+                UNAVAILABLE.incrementAndGet();
+                long left = deadline - System.nanoTime();
+                if (left <= 0 || !mailbox.awaitPeer(to, Duration.ofNanos(left))) {
+                    return false;
+                }
+            }
+        }
+    }
+
+    private static final AtomicLong UNAVAILABLE = new AtomicLong();
+
+    // The value of a KEY=VALUE override, or the default.
+    private static String override(String[] args, int from, String key, String defaultValue) {
+        for (int i = from; i < args.length; i++) {
+            if (args[i].startsWith(key + "=")) {
+                return args[i].substring(key.length() + 1);
+            }
+        }
+        return defaultValue;
     }
 
     /** The file whose appearance tells {@code entity} to stop, beside the shared-memory directory. */

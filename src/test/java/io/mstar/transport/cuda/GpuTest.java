@@ -131,7 +131,7 @@ class GpuTest {
                 long device = cuda.malloc(maxBytes);
                 MemorySegment staging = host.allocate(maxBytes, 4096);
                 if (role.equals("producer")) {
-                    ((io.mstar.transport.channel.ShmMailbox) mailbox).awaitPeer("consumer", Duration.ofSeconds(60));
+                    mailbox.awaitPeer("consumer", Duration.ofSeconds(60));
                     java.util.SplittableRandom random = new java.util.SplittableRandom(9);
                     List<UUID> pending = new ArrayList<>();
                     for (int i = 0; i < tensors; i++) {

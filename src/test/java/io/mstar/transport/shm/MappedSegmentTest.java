@@ -130,7 +130,7 @@ class MappedSegmentTest {
 
             // Past the free-space check, the commit itself must fail with ENOSPC and leave no file.
             ShmFullException commit = assertThrows(ShmFullException.class,
-                () -> MappedSegment.create(tmpfs.path(), "seg", 8 << 20, false, false));
+                () -> MappedSegment.create(tmpfs.path(), "seg", 8 << 20, false));
             assertTrue(commit.getCause() instanceof NativeCallException n && n.errnoName().equals("ENOSPC"),
                 String.valueOf(commit.getCause()));
             assertEquals(java.util.List.of("filler"), ShmTestDir.list(tmpfs.path()));

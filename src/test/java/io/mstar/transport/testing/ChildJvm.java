@@ -33,10 +33,20 @@ public final class ChildJvm {
     /** As above, with environment variables set (or replaced) for the child. */
     public static ChildJvm start(boolean mailboxFlag, Map<String, String> env, Class<?> main, String... args)
         throws IOException {
+        return start(mailboxFlag, List.of(), env, main, args);
+    }
+
+    /**
+     * As above, with extra JVM options. The child's standard input is a pipe from this JVM, which the kernel
+     * closes when this JVM dies: a child that watches it ({@code ParentWatch}) never outlives the test run.
+     */
+    public static ChildJvm start(boolean mailboxFlag, List<String> jvmOptions, Map<String, String> env, Class<?> main,
+                                 String... args) throws IOException {
         String java = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
         Path log = Files.createTempFile("mstar-child-", ".log");
         List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
             "-XX:ErrorFile=" + crashReport(log)));
+        command.addAll(jvmOptions);
         if (mailboxFlag) {
             command.add("--add-exports");
             command.add("java.base/jdk.internal.misc=ALL-UNNAMED");

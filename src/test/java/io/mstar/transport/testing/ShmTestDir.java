@@ -49,11 +49,6 @@ public final class ShmTestDir implements BeforeEachCallback, AfterEachCallback {
         }
     }
 
-    /** As {@link #list}, without lock files (which live processes of the namespace hold). */
-    public static List<String> listData(Path dir) {
-        return list(dir).stream().filter(name -> !name.endsWith(".lock")).toList();
-    }
-
     static void deleteTree(Path dir) throws IOException {
         if (!Files.exists(dir)) {
             return;

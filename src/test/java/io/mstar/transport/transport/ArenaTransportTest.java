@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -141,7 +142,7 @@ class ArenaTransportTest {
             }
             assertEquals(1, consumer.statsSummary().mappedPeerSegments());
             producer.ack(List.of(d.uuid()));
-            assertEquals(List.of(), ShmTestDir.listData(shm.path()), "the dedicated segment is unlinked on the ACK");
+            assertEquals(List.of(), ShmTestDir.list(shm.path()), "the dedicated segment is unlinked on the ACK");
             Thread.sleep(1100);
             Tensor small = randomTensor(r, DType.U8, 10);
             TensorDescriptor next = producer.send("r", List.of(small)).getFirst();
@@ -164,6 +165,29 @@ class ArenaTransportTest {
             assertEquals(0, stats.inFlight());
             assertEquals(0, stats.arena().liveSlots());
             producer.ack(List.of(d.uuid()));
+            assertEquals(1, producer.statsSummary().unknownAcks(), "a late ACK frees nothing");
+        }
+    }
+
+    @Test
+    void spilledTensorsWithoutAckAreRemovedAfterTheTtlToo() throws Exception {
+        try (ArenaTransport producer = transport(config(TransportConfig.SLOT_TTL_S, "0.2"), "p", 1)) {
+            SplittableRandom r = new SplittableRandom(6);
+            List<TensorDescriptor> sent = producer.send("r", List.of(randomTensor(r, DType.U8, (int) SEGMENT),
+                randomTensor(r, DType.U8, 1000)));
+            TensorDescriptor spilled = sent.get(1);
+            assertEquals(Placement.SPILL, spilled.placement(), "the arena's one segment is full");
+            assertTrue(Files.exists(shm.path().resolve(spilled.fileName())));
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (producer.statsSummary().ttlReclaims() < 2 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            TransportStats stats = producer.statsSummary();
+            assertEquals(2, stats.ttlReclaims(), "the slot and the spill file");
+            assertEquals(0, stats.inFlight());
+            assertEquals(List.of(), ShmTestDir.list(shm.path()).stream().filter(f -> f.contains("_spill_")).toList(),
+                "the expired spill file is gone");
+            producer.ack(List.of(spilled.uuid()));
             assertEquals(1, producer.statsSummary().unknownAcks(), "a late ACK frees nothing");
         }
     }

@@ -1,9 +1,11 @@
 package io.mstar.transport.cli;
 
+import io.mstar.transport.lifecycle.OwnedFile;
+import io.mstar.transport.lifecycle.Owner;
+
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,7 +31,9 @@ public final class CrossProcessBenchmark {
         double secondsPerSize = args.length > 1 ? Double.parseDouble(args[1]) : 1.0;
         int batch = args.length > 2 ? Integer.parseInt(args[2]) : DemoCommand.BATCH;
         PrintStream out = System.out;
-        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "mstar-xbench-");
+        // A demo directory: locked while this run lives, swept (with what its children left) once it is gone.
+        OwnedFile workDir = OwnedFile.createDirectory(Path.of("/dev/shm"), "mstar-demo-" + Owner.newNonce());
+        Path dir = Path.of(workDir.path());
         Map<String, Map<Long, List<double[]>>> results = new HashMap<>();
         try {
             for (int r = 1; r <= rounds; r++) {
@@ -48,7 +52,7 @@ public final class CrossProcessBenchmark {
                 out.println("round " + r + " of " + rounds + " done");
             }
         } finally {
-            Files.deleteIfExists(dir);
+            workDir.close();
         }
         out.println();
         out.println("tensors/s and GB/s per size: median (min..max) over " + rounds + " rounds, up to " + batch

@@ -1,0 +1,14 @@
+package io.mstar.transport;
+
+/**
+ * Another live process already runs as this entity in this deployment (it holds the entity's mailbox).
+ * A process that starts under the entity of a dead one takes its place instead; this is only thrown
+ * while the other one lives.
+ */
+public class EntityInUseException extends MstarTransportException {
+    private static final long serialVersionUID = 1L;
+
+    public EntityInUseException(String message) {
+        super(message);
+    }
+}
