@@ -73,8 +73,9 @@ public final class Reclaimer {
             }
         }
         if (!removed.isEmpty()) {
-            LOG.warn("removed {} files of dead owners from {}: {}", removed.size(), dir,
-                removed.stream().map(Removed::name).toList());
+            LOG.warn("removed {} files of dead owners from {} ({} bytes): {}{}", removed.size(), dir,
+                removed.stream().mapToLong(Removed::sizeBytes).sum(), removed.stream().limit(10).map(Removed::name).toList(),
+                removed.size() > 10 ? " and " + (removed.size() - 10) + " more" : "");
         }
         return removed;
     }

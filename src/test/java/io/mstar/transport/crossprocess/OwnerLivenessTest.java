@@ -4,6 +4,7 @@ import io.mstar.transport.cli.MstarShm;
 import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -184,6 +185,37 @@ class OwnerLivenessTest {
         List<String> command = new ArrayList<>(List.of("kill", "-" + signal));
         children.forEach(c -> command.add(Long.toString(c.process().pid())));
         assertEquals(0, new ProcessBuilder(command).inheritIO().start().waitFor(), command.toString());
+    }
+
+    /**
+     * A consumer in a PID namespace of its own (a container of the pod): nobody here can see its pid, yet
+     * its producer frees what it sent once it dies, and the sweep takes its mailbox, as for any other.
+     */
+    @Test
+    void anOwnerInAnotherPidNamespaceIsTreatedAlike() throws Exception {
+        List<String> unshare = List.of("unshare", "--pid", "--fork", "--kill-child");
+        Process probe = new ProcessBuilder(List.of("unshare", "--pid", "--fork", "true")).redirectErrorStream(true).start();
+        String refusal = new String(probe.getInputStream().readAllBytes()).trim();
+        Assumptions.assumeTrue(probe.waitFor() == 0, "SKIPPED: cannot make a PID namespace here (needs root): " + refusal);
+
+        Nodes nodes = nodes();
+        ChildJvm consumer = nodes.started(ChildJvm.startUnder(unshare, true, List.of(), Map.of(), Node.class, "consumer",
+            shm.path().toString(), "pidns", "consumer", "-1", "1"), "pidns", "consumer");
+        ChildJvm producer = nodes.producer("pidns", "producer", "consumer", 1_000_000, 6, 1, SMALL_SEGMENTS);
+        String mailbox = files("_mailbox_consumer").getFirst();
+        Thread.sleep(500);
+        assertTrue(Reclaimer.isHeld(shm.path(), mailbox), "its lock is seen across the PID namespaces");
+        Nodes.kill(consumer); // unshare dies, and --kill-child takes the namespace's JVM with it
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (Reclaimer.isHeld(shm.path(), mailbox)) {
+            assertTrue(System.nanoTime() < deadline, "the consumer's lock outlived it");
+            Thread.sleep(10);
+        }
+        String producerOut = Nodes.expectExit(producer, 0);
+        assertTrue(producerOut.contains("inFlight=0 liveSlots=0") && producerOut.contains("STOPPED consumer consumer"),
+            producerOut);
+        Reclaimer.sweep(shm.path());
+        assertEquals(List.of(), ShmTestDir.list(shm.path()));
     }
 
     // The epoch milliseconds after a line prefix, waiting for the line.

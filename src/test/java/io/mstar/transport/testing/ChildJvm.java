@@ -42,9 +42,16 @@ public final class ChildJvm {
      */
     public static ChildJvm start(boolean mailboxFlag, List<String> jvmOptions, Map<String, String> env, Class<?> main,
                                  String... args) throws IOException {
+        return startUnder(List.of(), mailboxFlag, jvmOptions, env, main, args);
+    }
+
+    /** As above, the JVM started by a wrapper command, e.g. {@code unshare --pid --fork}. */
+    public static ChildJvm startUnder(List<String> wrapper, boolean mailboxFlag, List<String> jvmOptions,
+                                      Map<String, String> env, Class<?> main, String... args) throws IOException {
         String java = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
         Path log = Files.createTempFile("mstar-child-", ".log");
-        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
+        List<String> command = new ArrayList<>(wrapper);
+        command.addAll(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
             "-XX:ErrorFile=" + crashReport(log)));
         command.addAll(jvmOptions);
         if (mailboxFlag) {
