@@ -1,6 +1,7 @@
 package io.mstar.transport.channel;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.EntityInUseException;
 import io.mstar.transport.Placement;
 import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.TensorChannel;
@@ -127,6 +128,38 @@ class ShmMailboxTest {
             assertTrue(System.nanoTime() - start >= ShmMailbox.UNBLOCK_AFTER_MS * 900_000L, "waited before unblocking");
             assertEquals(List.of(descriptor(2)), inbox.descriptors);
             assertEquals(1, consumer.unblocks());
+        }
+    }
+
+    /** In a process that already swept the directory at its start: the new mailbox takes the dead one's place. */
+    @Test
+    void aMailboxTakesThePlaceOfADeadOneAndRefusesALiveOne() throws Exception {
+        try (ShmMailbox first = ShmMailbox.open(shm.path(), NS, "first")) {
+            // What a SIGKILLed predecessor leaves: its mailbox file, with nobody holding its lock.
+            java.nio.file.Files.write(shm.path().resolve(ShmNames.mailbox(NS, "restarted")), new byte[ShmMailbox.FILE_BYTES]);
+            try (ShmMailbox restarted = ShmMailbox.open(shm.path(), NS, "restarted")) {
+                first.sendAcks("restarted", List.of(new UUID(1, 2)));
+                Inbox inbox = new Inbox();
+                drain(restarted, inbox, 1);
+                assertEquals(List.of(new UUID(1, 2)), inbox.acks);
+            }
+            EntityInUseException e = assertThrows(EntityInUseException.class, () -> ShmMailbox.open(shm.path(), NS, "first"));
+            assertTrue(e.getMessage().contains(ShmNames.mailbox(NS, "first")), e.getMessage());
+        }
+    }
+
+    /** A peer whose owner is gone (its lock dropped) is noticed within the check interval, ring full or not. */
+    @Test
+    void aSendToAPeerThatWentAwayFailsInsteadOfWritingIntoItsRing() throws Exception {
+        try (ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer")) {
+            ShmMailbox consumer = ShmMailbox.open(shm.path(), NS, "consumer");
+            producer.sendDescriptors("consumer", List.of(descriptor(1))); // maps the consumer's ring
+            consumer.close();
+            Thread.sleep(ShmMailbox.PEER_CHECK_INTERVAL_MS + 50);
+            PeerUnavailableException e = assertThrows(PeerUnavailableException.class,
+                () -> producer.sendDescriptors("consumer", List.of(descriptor(2))));
+            assertEquals("consumer", e.entity());
+            assertTrue(!producer.isAlive("consumer"), "and it is reported dead");
         }
     }
 
