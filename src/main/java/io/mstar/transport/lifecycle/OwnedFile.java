@@ -50,18 +50,10 @@ public final class OwnedFile implements AutoCloseable {
     public static OwnedFile create(Path dir, String name) {
         String path = dir.resolve(name).toString();
         while (true) {
-            int fd = Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
-            boolean ok = false;
-            try {
-                Posix.flock(fd, Posix.LOCK_EX, path); // at most waits out a sweep's brief probe of the new file
-                if (isStillAt(fd, path)) {
-                    ok = true;
-                    return new OwnedFile(path, fd, false);
-                }
-            } finally {
-                if (!ok) {
-                    Posix.close(fd, path);
-                }
+            OwnedFile file = lockIfStillAt(Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE),
+                path, false);
+            if (file != null) {
+                return file;
             }
             // A sweep removed the file before we locked it: its name is free again.
         }
@@ -81,18 +73,24 @@ public final class OwnedFile implements AutoCloseable {
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot create " + directory, e);
             }
-            int fd = Posix.open(path, Posix.O_RDONLY | Posix.O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
-            boolean ok = false;
-            try {
-                Posix.flock(fd, Posix.LOCK_EX, path);
-                if (isStillAt(fd, path)) {
-                    ok = true;
-                    return new OwnedFile(path, fd, true);
-                }
-            } finally {
-                if (!ok) {
-                    Posix.close(fd, path);
-                }
+            OwnedFile file = lockIfStillAt(Posix.open(path, Posix.O_RDONLY | Posix.O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0),
+                path, true);
+            if (file != null) {
+                return file;
+            }
+        }
+    }
+
+    // Locks the file just created; null (descriptor closed) when a sweep removed it before the lock.
+    private static OwnedFile lockIfStillAt(int fd, String path, boolean directory) {
+        boolean ok = false;
+        try {
+            Posix.flock(fd, Posix.LOCK_EX, path); // at most waits out a sweep's brief probe of the new file
+            ok = isStillAt(fd, path);
+            return ok ? new OwnedFile(path, fd, directory) : null;
+        } finally {
+            if (!ok) {
+                Posix.close(fd, path);
             }
         }
     }

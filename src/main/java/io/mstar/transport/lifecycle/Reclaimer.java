@@ -88,7 +88,7 @@ public final class Reclaimer {
         String path = dir.resolve(name).toString();
         int fd;
         try {
-            fd = Posix.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
+            fd = openToProbe(path);
         } catch (NativeCallException e) {
             // We never create links: one at our name is planted, and removing the link touches no target.
             return e.errno() == Posix.ELOOP && Posix.unlink(path) ? 0 : -1;
@@ -112,7 +112,7 @@ public final class Reclaimer {
         String path = dir.resolve(name).toString();
         int fd;
         try {
-            fd = Posix.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
+            fd = openToProbe(path);
         } catch (NativeCallException e) {
             return false;
         }
@@ -121,6 +121,11 @@ public final class Reclaimer {
         } finally {
             Posix.close(fd, path); // also drops the probe's lock, if it got one
         }
+    }
+
+    // Non-blocking, so a FIFO planted at one of our names cannot stall the sweep.
+    private static int openToProbe(String path) {
+        return Posix.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
     }
 
     private static List<Removed> sweepDemoDirectory(Path demo) {

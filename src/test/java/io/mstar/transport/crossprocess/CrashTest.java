@@ -2,15 +2,12 @@ package io.mstar.transport.crossprocess;
 
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.Reclaimer;
-import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -32,47 +29,25 @@ class CrashTest {
 
     private final SplittableRandom random = new SplittableRandom(2026);
 
+    // The directory exists only once each test starts.
+    private Nodes nodes() {
+        return new Nodes(shm.path());
+    }
+
     private ChildJvm consumer(String endpoint, String entity) throws Exception {
-        return started(ChildJvm.start(Node.class, "consumer", shm.path().toString(), endpoint, entity, "-1", "0"),
-            endpoint, entity);
+        return nodes().consumer(endpoint, entity, 0);
     }
 
     private ChildJvm producer(String endpoint, String entity, int tensors) throws Exception {
-        String[] args = {"producer", shm.path().toString(), endpoint, entity, "consumer", Integer.toString(tensors),
-            Long.toString(random.nextLong()), "8", SMALL_ARENA[0], SMALL_ARENA[1]};
-        return started(ChildJvm.start(Node.class, args), endpoint, entity);
+        return nodes().producer(endpoint, entity, "consumer", tensors, random.nextLong(), 8, SMALL_ARENA);
     }
 
-    // Waits until the child holds its namespace (its mailbox exists), so a kill hits a running process.
-    private ChildJvm started(ChildJvm child, String endpoint, String entity) throws Exception {
-        Path mailbox = shm.path().resolve(ShmNames.mailbox(Namespace.of(null, endpoint), entity));
-        long deadline = System.nanoTime() + 60_000_000_000L;
-        while (!Files.exists(mailbox)) {
-            assertTrue(System.nanoTime() < deadline && child.process().isAlive(), entity + " did not start:\n"
-                + child.output());
-            Thread.sleep(5);
-        }
-        return child;
-    }
-
-    /** Lets a child stop on its own (its stop file), and returns its output. */
     private String stop(ChildJvm child, String entity, int expectedExit) throws Exception {
-        Path stopFile = Node.stopFile(shm.path().toString(), entity);
-        Files.createFile(stopFile);
-        try {
-            int code = child.await(120);
-            String out = child.output();
-            assertEquals(expectedExit, code, out);
-            child.deleteLog();
-            return out;
-        } finally {
-            Files.delete(stopFile);
-        }
+        return nodes().stop(child, entity, expectedExit);
     }
 
     private static void kill(ChildJvm child) throws Exception {
-        child.process().destroyForcibly().waitFor();
-        child.deleteLog();
+        Nodes.kill(child);
     }
 
     private void sleepRandom() throws InterruptedException {
@@ -153,7 +128,7 @@ class CrashTest {
      */
     @Test
     void aWorkerOfALiveDeploymentKilledMidGrowthOrMidSpill() throws Exception {
-        Nodes nodes = new Nodes(shm.path());
+        Nodes nodes = nodes();
         ChildJvm consumer = nodes.consumer("live", "consumer", 3, "NODE_TOLERATE_FAILED_FROM=victim");
         for (int cycle = 0; cycle < CYCLES; cycle++) {
             boolean spilling = cycle % 2 == 1;
