@@ -488,7 +488,7 @@ public final class ShmMailbox implements TensorChannel {
         byte[] name = new byte[n];
         in.get(name);
         String from = new String(name, StandardCharsets.US_ASCII);
-        if (!ShmNames.ENTITY.matcher(from).matches()) {
+        if (!ShmNames.isEntity(from)) {
             throw new DescriptorFormatException("sender", "not an entity name");
         }
         int count = Short.toUnsignedInt(in.getShort());

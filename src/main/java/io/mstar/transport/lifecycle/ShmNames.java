@@ -24,9 +24,13 @@ public final class ShmNames {
     private ShmNames() {
     }
 
-    private static final String ENTITY_CHARS = "[A-Za-z0-9-]{1,64}";
+    private static final String ENTITY_CHARS = "[A-Za-z0-9_.-]{1,64}";
 
-    /** Entities name a process of the deployment: letters, digits and '-', at most 64. */
+    /**
+     * Entities name a process of the deployment, as M* does: letters, digits, '_', '-' and '.', at most 64
+     * ("worker_0", "api_server.data"). Names stay unambiguous to parse because everything after the
+     * entity has a fixed shape, matched from the end; and no entity is "." or "..".
+     */
     public static final Pattern ENTITY = Pattern.compile(ENTITY_CHARS);
     /** Any segment name, of any namespace: groups namespace, entity, nonce, index. */
     public static final Pattern SEGMENT =
@@ -67,7 +71,7 @@ public final class ShmNames {
         }
         for (Kind kind : Kind.values()) {
             Matcher m = kind.pattern.matcher(name);
-            if (m.matches()) {
+            if (m.matches() && isEntity(m.group(2))) {
                 return new Parsed(kind, m.group(1), m.group(2), kind == Kind.MAILBOX ? "mailbox" : m.group(3));
             }
         }
@@ -76,9 +80,9 @@ public final class ShmNames {
 
     /** Checks an entity name, for use in file names. */
     public static String checkEntity(String entity) {
-        if (entity == null || !ENTITY.matcher(entity).matches()) {
-            throw new IllegalArgumentException(
-                "entity must be 1 to 64 letters, digits or '-' (it becomes part of file names): entity=" + entity);
+        if (entity == null || !isEntity(entity)) {
+            throw new IllegalArgumentException("entity must be 1 to 64 letters, digits, '_', '-' or '.', and not"
+                + " '.' or '..' (it becomes part of file names): entity=" + entity);
         }
         return entity;
     }
@@ -111,7 +115,7 @@ public final class ShmNames {
 
     /** Whether {@code name} is a valid entity name. */
     public static boolean isEntity(String name) {
-        return matchesCached(ENTITY, ENTITY_NAMES, name);
+        return !name.equals(".") && !name.equals("..") && matchesCached(ENTITY, ENTITY_NAMES, name);
     }
 
     // Descriptors repeat the same few names: remember the ones that matched, so a receive runs no regex.
@@ -124,7 +128,8 @@ public final class ShmNames {
         if (matched.contains(name)) {
             return true;
         }
-        if (!pattern.matcher(name).matches()) {
+        Matcher m = pattern.matcher(name);
+        if (!m.matches() || (m.groupCount() >= 2 && !isEntity(m.group(2)))) {
             return false;
         }
         if (matched.size() >= CACHED_NAMES) {
