@@ -22,6 +22,31 @@ public interface TensorChannel extends AutoCloseable {
     void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors);
 
     /**
+     * Sends one batch of descriptors to several entities (the consumers of a fan-out send). Every one that
+     * runs gets it, even when another does not.
+     *
+     * @throws PeerUnavailableException for the first entity that never started, or died and has not come
+     *                                  back (the others are suppressed in it), after delivering to the rest
+     */
+    default void sendDescriptors(Collection<String> toEntities, List<TensorDescriptor> descriptors) {
+        PeerUnavailableException unavailable = null;
+        for (String to : toEntities) {
+            try {
+                sendDescriptors(to, descriptors);
+            } catch (PeerUnavailableException e) {
+                if (unavailable == null) {
+                    unavailable = e;
+                } else {
+                    unavailable.addSuppressed(e);
+                }
+            }
+        }
+        if (unavailable != null) {
+            throw unavailable;
+        }
+    }
+
+    /**
      * Sends ACKs to {@code toEntity}, the producer of these tensors.
      *
      * @throws PeerUnavailableException when {@code toEntity} never started, or died and has not come back

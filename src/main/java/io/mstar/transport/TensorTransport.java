@@ -26,6 +26,16 @@ public interface TensorTransport extends AutoCloseable {
     List<TensorDescriptor> send(String requestId, List<Tensor> tensors);
 
     /**
+     * As {@link #send(String, List)}, for tensors that several consumers read (fan-out): each tensor's space
+     * is freed only once every named consumer has ACKed it with {@link #ack(String, Collection)}, or died
+     * (with the mailbox attached), or the TTL passed. Send the same descriptors to each of them.
+     *
+     * @param consumers 1 to 64 distinct entities
+     * @throws IllegalArgumentException when the list is empty, too long or repeats a name
+     */
+    List<TensorDescriptor> send(String requestId, List<Tensor> tensors, List<String> consumers);
+
+    /**
      * Sends one tensor and writes its descriptor, in the codec's binary form, at {@code offset} of
      * {@code out} (a message buffer, a ring): the steady-state path of the arena allocates nothing when the
      * strings are ASCII. Pair it with {@link #ack(long, long)}; the uuid is at bytes 16..31 of the record.
@@ -113,6 +123,13 @@ public interface TensorTransport extends AutoCloseable {
 
     /** Producer side: the consumer is done with these tensors. Unknown or repeated uuids are counted and ignored. */
     void ack(Collection<UUID> uuids);
+
+    /**
+     * Producer side: {@code consumer} is done with these tensors. For a fan-out tensor its share counts once
+     * (a repeat, or an ACK from a consumer that was not named, is counted in {@code ignoredAcks}); the last
+     * share frees it. For any other tensor it frees as {@link #ack(Collection)} does.
+     */
+    void ack(String consumer, Collection<UUID> uuids);
 
     TransportStats statsSummary();
 

@@ -14,6 +14,9 @@ package io.mstar.transport;
  * @param backpressureWaitNs total time of those waits
  * @param acks               ACKs that freed a tensor
  * @param unknownAcks        ACKs of uuids not in flight (duplicates, or not ours): ignored
+ * @param ignoredAcks        ACKs of fan-out tensors that did not count: a repeat from the same consumer, one from
+ *                           a consumer that was not named, or one that does not say which consumer sent it
+ * @param partiallyAcked     fan-out tensors that some but not all of their consumers have ACKed, now
  * @param ttlReclaims        slots reclaimed because no ACK came within {@code MSTAR_SHM_ARENA_SLOT_TTL_S}
  * @param deadConsumerReclaims tensors freed because the consumer they went to died
  * @param tensorsReceived    tensors opened or copied by this process as a consumer
@@ -34,6 +37,8 @@ public record TransportStats(
     long backpressureWaitNs,
     long acks,
     long unknownAcks,
+    long ignoredAcks,
+    int partiallyAcked,
     long ttlReclaims,
     long deadConsumerReclaims,
     long tensorsReceived,
@@ -47,7 +52,8 @@ public record TransportStats(
         return "transport=" + transport + " tensorsSent=" + tensorsSent + " bytesSent=" + bytesSent
             + " inFlight=" + inFlight + " spills=" + spills + " spillBytes=" + spillBytes
             + " backpressureWaits=" + backpressureWaits + " backpressureWaitMs=" + backpressureWaitNs / 1_000_000
-            + " acks=" + acks + " unknownAcks=" + unknownAcks + " ttlReclaims=" + ttlReclaims
+            + " acks=" + acks + " unknownAcks=" + unknownAcks + " ignoredAcks=" + ignoredAcks
+            + " partiallyAcked=" + partiallyAcked + " ttlReclaims=" + ttlReclaims
             + " deadConsumerReclaims=" + deadConsumerReclaims
             + " tensorsReceived=" + tensorsReceived + " mappedPeerSegments=" + mappedPeerSegments
             + " pinnedBytes=" + pinnedBytes + " pinnedSegments=" + pinnedSegments + " cuda=\"" + cuda + "\""

@@ -193,6 +193,37 @@ public abstract class TensorTransportContract {
     }
 
     @Test
+    void aFanOutTensorIsFreedByTheLastOfItsNamedConsumersOnly() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        Tensor t = randomTensor(new SplittableRandom(12), DType.U8, 4096);
+        TensorDescriptor d = producer.send("r", List.of(t), List.of("a", "b", "c")).getFirst();
+        List<UUID> uuid = List.of(d.uuid());
+
+        producer.ack("a", uuid);
+        producer.ack("a", uuid);        // a repeat counts once
+        producer.ack("stranger", uuid); // not named: ignored
+        producer.ack(uuid);             // says not who: cannot count
+        TransportStats stats = producer.statsSummary();
+        assertEquals(1, stats.inFlight());
+        assertEquals(1, stats.partiallyAcked());
+        assertEquals(3, stats.ignoredAcks());
+        producer.ack("b", uuid);
+        try (ReceivedTensor in = consumer.receive(d)) {
+            assertEquals(crc(t.data()), crc(in.data()), "still intact for the last consumer");
+        }
+        producer.ack("c", uuid);
+        stats = producer.statsSummary();
+        assertEquals(0, stats.inFlight());
+        assertEquals(0, stats.partiallyAcked());
+        assertEquals(1, stats.acks());
+        producer.ack("c", uuid);
+        assertEquals(1, producer.statsSummary().unknownAcks(), "after the last share it is no longer in flight");
+        assertThrows(IllegalArgumentException.class, () -> producer.send("r", List.of(t), List.of()));
+        assertThrows(IllegalArgumentException.class, () -> producer.send("r", List.of(t), List.of("a", "a")));
+    }
+
+    @Test
     void unlinkOwnedFilesRemovesFilesWhileMappedViewsStayReadable() {
         TensorTransport producer = open("producer");
         TensorTransport consumer = open("consumer");

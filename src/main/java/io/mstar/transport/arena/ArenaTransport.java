@@ -9,6 +9,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
+import io.mstar.transport.acks.FanOutAcks;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.cuda.CopyEngine;
 import io.mstar.transport.cuda.CudaProbe;
@@ -93,6 +94,8 @@ public final class ArenaTransport implements TensorTransport {
     private final AtomicLong waitNs = new AtomicLong();
     private final AtomicLong acks = new AtomicLong();
     private final AtomicLong unknownAcks = new AtomicLong();
+    private final AtomicLong ignoredAcks = new AtomicLong();
+    private final FanOutAcks fanOut = new FanOutAcks();
     private final AtomicLong ttlReclaims = new AtomicLong();
     private final AtomicLong deadConsumerReclaims = new AtomicLong();
     private final Map<UUID, String> consumerOf = new ConcurrentHashMap<>();
@@ -182,6 +185,14 @@ public final class ArenaTransport implements TensorTransport {
                 reserved.forEach(this::releaseTensor);
             }
         }
+    }
+
+    @Override
+    public List<TensorDescriptor> send(String requestId, List<Tensor> tensors, List<String> consumers) {
+        String[] names = FanOutAcks.checkConsumers(consumers);
+        List<TensorDescriptor> sent = send(requestId, tensors);
+        sent.forEach(d -> fanOut.expect(d.uuid(), names)); // before any descriptor can leave
+        return sent;
     }
 
     private TensorDescriptor sendOne(String requestId, Tensor tensor, UUID uuid) {
@@ -377,7 +388,29 @@ public final class ArenaTransport implements TensorTransport {
     public void ack(Collection<UUID> uuids) {
         boolean freed = false;
         for (UUID uuid : uuids) {
-            freed |= ackOne(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid);
+            freed |= ackOne(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid, false);
+        }
+        if (freed) {
+            signalAcked();
+        }
+    }
+
+    @Override
+    public void ack(String consumer, Collection<UUID> uuids) {
+        boolean freed = false;
+        for (UUID uuid : uuids) {
+            if (!fanOut.isEmpty()) {
+                FanOutAcks.Outcome outcome = fanOut.ack(uuid, consumer);
+                if (outcome == FanOutAcks.Outcome.PENDING) {
+                    continue;
+                }
+                if (outcome == FanOutAcks.Outcome.REPEATED || outcome == FanOutAcks.Outcome.NOT_NAMED) {
+                    ignoredAcks.incrementAndGet();
+                    LOG.debug("ACK ignored ({}): consumer={}, uuid={}", outcome, consumer, uuid);
+                    continue;
+                }
+            }
+            freed |= ackOne(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid, true);
         }
         if (freed) {
             signalAcked();
@@ -386,13 +419,18 @@ public final class ArenaTransport implements TensorTransport {
 
     @Override
     public void ack(long uuidMsb, long uuidLsb) {
-        if (ackOne(uuidMsb, uuidLsb, null)) {
+        if (ackOne(uuidMsb, uuidLsb, null, false)) {
             signalAcked();
         }
     }
 
     // True when an arena slot was freed; `uuid` is the same uuid as an object when the caller has one.
-    private boolean ackOne(long msb, long lsb, UUID uuid) {
+    // An ACK that does not say which consumer sent it cannot count for a fan-out tensor.
+    private boolean ackOne(long msb, long lsb, UUID uuid, boolean attributed) {
+        if (!attributed && !fanOut.isEmpty() && fanOut.contains(uuid != null ? uuid : new UUID(msb, lsb))) {
+            ignoredAcks.incrementAndGet();
+            return false;
+        }
         if (!consumerOf.isEmpty()) {
             consumerOf.remove(uuid != null ? uuid : new UUID(msb, lsb));
         }
@@ -463,12 +501,17 @@ public final class ArenaTransport implements TensorTransport {
 
     @Override
     public void sentTo(String consumer, Collection<UUID> uuids) {
+        if (!fanOut.isEmpty()) {
+            int at = consumer.indexOf('@');
+            String entity = at < 0 ? consumer : consumer.substring(0, at);
+            uuids.forEach(uuid -> fanOut.delivered(uuid, entity, consumer));
+        }
         for (UUID uuid : uuids) {
             boolean inArena;
             synchronized (inFlight) {
                 inArena = inFlight.contains(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
             }
-            if (inArena || spill.isInFlight(uuid)) {
+            if ((inArena || spill.isInFlight(uuid)) && !fanOut.contains(uuid)) {
                 consumerOf.put(uuid, consumer);
             }
         }
@@ -491,27 +534,28 @@ public final class ArenaTransport implements TensorTransport {
     /** Frees the tensors sent to consumers that died before ACKing them; returns how many. */
     int reclaimFromDeadConsumers() {
         java.util.function.Predicate<String> alive = consumerAlive;
-        if (alive == null || closed.get() || consumerOf.isEmpty()) {
+        if (alive == null || closed.get() || (consumerOf.isEmpty() && fanOut.isEmpty())) {
             return 0;
         }
         Map<String, Boolean> verdicts = new java.util.HashMap<>();
-        Map<String, Integer> freedPerConsumer = new java.util.TreeMap<>();
+        java.util.function.Predicate<String> aliveOnce = key -> verdicts.computeIfAbsent(key, alive::test);
+        int reclaimed = 0;
         for (Map.Entry<UUID, String> e : consumerOf.entrySet()) {
-            if (!verdicts.computeIfAbsent(e.getValue(), alive::test) && consumerOf.remove(e.getKey(), e.getValue())) {
-                if (releaseTensor(e.getKey())) {
-                    freedPerConsumer.merge(e.getValue(), 1, Integer::sum);
-                }
+            if (!aliveOnce.test(e.getValue()) && consumerOf.remove(e.getKey(), e.getValue()) && releaseTensor(e.getKey())) {
+                reclaimed++;
             }
         }
-        int reclaimed = freedPerConsumer.values().stream().mapToInt(Integer::intValue).sum();
+        for (UUID uuid : fanOut.dropDead(aliveOnce)) { // the dead consumers' shares go; the last share frees
+            if (releaseTensor(uuid)) {
+                reclaimed++;
+            }
+        }
         deadConsumerReclaims.addAndGet(reclaimed);
-        // One warning per dead consumer (an incident), however many checks find more of its tensors.
-        freedPerConsumer.forEach((consumer, freed) -> {
-            if (deadConsumersReported.add(consumer)) {
-                LOG.warn("consumer died before ACKing: consumer={}, tensorsFreed={} (later ones are counted in"
-                    + " deadConsumerReclaims)", consumer, freed);
-            } else {
-                LOG.debug("freed more tensors of a dead consumer: consumer={}, tensorsFreed={}", consumer, freed);
+        // One warning per dead consumer incarnation (an incident), however many checks find more of its tensors.
+        verdicts.forEach((consumer, live) -> {
+            if (!live && deadConsumersReported.add(consumer)) {
+                LOG.warn("consumer died before ACKing: consumer={}; what only it held is freed, its share of fan-out"
+                    + " tensors released (count in deadConsumerReclaims)", consumer);
             }
         });
         if (deadConsumersReported.size() > 4096) {
@@ -523,6 +567,7 @@ public final class ArenaTransport implements TensorTransport {
     // Frees a tensor's slot or spill file; false when it was not in flight.
     private boolean releaseTensor(UUID uuid) {
         consumerOf.remove(uuid);
+        fanOut.remove(uuid);
         long slot = untrack(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
         if (slot != InFlightTable.MISSING) {
             arena.free(slot);
@@ -566,12 +611,15 @@ public final class ArenaTransport implements TensorTransport {
         }
         long oldestMs = 0;
         for (long[] e : expired) {
-            consumerOf.remove(new UUID(e[0], e[1]));
+            UUID uuid = new UUID(e[0], e[1]);
+            consumerOf.remove(uuid);
+            fanOut.remove(uuid);
             arena.free(e[2]);
             oldestMs = Math.max(oldestMs, (now - e[4]) / 1_000_000);
         }
         List<UUID> expiredSpills = spill.releaseOlderThan(now - ttlNs);
         expiredSpills.forEach(consumerOf::remove);
+        expiredSpills.forEach(fanOut::remove);
         if (!expired.isEmpty() || !expiredSpills.isEmpty()) {
             LOG.warn("reclaimed tensors that got no ACK within {}={}: slots={}, spillFiles={}, oldestSlotAgeMs={}",
                 TransportConfig.SLOT_TTL_S, config.slotTtl().toMillis() / 1000.0, expired.size(), expiredSpills.size(),
@@ -589,7 +637,8 @@ public final class ArenaTransport implements TensorTransport {
     public TransportStats statsSummary() {
         return new TransportStats("arena", arena.stats(), tensorsSent.get(), bytesSent.get(),
             inFlightCount() + spill.inFlight(), spills.get(), spillBytes.get(), waits.get(), waitNs.get(), acks.get(),
-            unknownAcks.get(), ttlReclaims.get(), deadConsumerReclaims.get(), tensorsReceived.get(), peers.mapped(),
+            unknownAcks.get(), ignoredAcks.get(), fanOut.partiallyAcked(), ttlReclaims.get(), deadConsumerReclaims.get(),
+            tensorsReceived.get(), peers.mapped(),
             pinnedBytes(), pinnedSegments(),
             cudaSummary());
     }

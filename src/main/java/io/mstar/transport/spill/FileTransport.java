@@ -7,6 +7,7 @@ import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
+import io.mstar.transport.acks.FanOutAcks;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.OwnedFile;
@@ -56,6 +57,8 @@ public final class FileTransport implements TensorTransport {
     private final AtomicLong bytesSent = new AtomicLong();
     private final AtomicLong acks = new AtomicLong();
     private final AtomicLong unknownAcks = new AtomicLong();
+    private final AtomicLong ignoredAcks = new AtomicLong();
+    private final FanOutAcks fanOut = new FanOutAcks();
     private final AtomicLong tensorsReceived = new AtomicLong();
     private final Sweeper sweeper;
     /**
@@ -108,6 +111,14 @@ public final class FileTransport implements TensorTransport {
                 sent.forEach(d -> release(d.uuid()));
             }
         }
+    }
+
+    @Override
+    public List<TensorDescriptor> send(String requestId, List<Tensor> tensors, List<String> consumers) {
+        String[] names = FanOutAcks.checkConsumers(consumers);
+        List<TensorDescriptor> sent = send(requestId, tensors);
+        sent.forEach(d -> fanOut.expect(d.uuid(), names)); // before any descriptor can leave
+        return sent;
     }
 
     /**
@@ -179,19 +190,40 @@ public final class FileTransport implements TensorTransport {
     }
 
     @Override
+    public void ack(String consumer, Collection<UUID> uuids) {
+        for (UUID uuid : uuids) {
+            FanOutAcks.Outcome outcome = fanOut.isEmpty() ? FanOutAcks.Outcome.UNKNOWN : fanOut.ack(uuid, consumer);
+            if (outcome == FanOutAcks.Outcome.REPEATED || outcome == FanOutAcks.Outcome.NOT_NAMED) {
+                ignoredAcks.incrementAndGet();
+            } else if (outcome != FanOutAcks.Outcome.PENDING) {
+                ackOne(uuid);
+            }
+        }
+    }
+
+    @Override
     public void ack(Collection<UUID> uuids) {
         for (UUID uuid : uuids) {
-            if (release(uuid)) {
-                acks.incrementAndGet();
+            if (!fanOut.isEmpty() && fanOut.contains(uuid)) {
+                ignoredAcks.incrementAndGet(); // a fan-out tensor needs to know which consumer ACKed
             } else {
-                unknownAcks.incrementAndGet();
-                LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", uuid);
+                ackOne(uuid);
             }
+        }
+    }
+
+    private void ackOne(UUID uuid) {
+        if (release(uuid)) {
+            acks.incrementAndGet();
+        } else {
+            unknownAcks.incrementAndGet();
+            LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", uuid);
         }
     }
 
     /** Removes the file of an owned tensor; false when the uuid is not one of ours in flight. */
     public boolean release(UUID uuid) {
+        fanOut.remove(uuid);
         InFlight f = owned.remove(uuid);
         if (f == null) {
             return false;
@@ -224,7 +256,7 @@ public final class FileTransport implements TensorTransport {
     @Override
     public TransportStats statsSummary() {
         return new TransportStats("file", null, tensorsSent.get(), bytesSent.get(), owned.size(), 0, 0, 0, 0,
-            acks.get(), unknownAcks.get(), 0, 0, tensorsReceived.get(), 0, 0, 0, "not used by the file transport");
+            acks.get(), unknownAcks.get(), ignoredAcks.get(), fanOut.partiallyAcked(), 0, 0, tensorsReceived.get(), 0, 0, 0, "not used by the file transport");
     }
 
     @Override

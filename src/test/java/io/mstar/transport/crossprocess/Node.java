@@ -42,7 +42,8 @@ import java.util.zip.CRC32C;
  * When a consumer is unavailable, a producer frees the batch and stops sending, or with the override
  * {@code NODE_REJOIN_WAIT_S=S} waits up to S seconds for it to come back and sends the same batch again. A
  * consumer with {@code NODE_TOLERATE_FAILED_FROM=P} counts tensors of producer P it cannot open (P was killed
- * and swept) as lost rather than failed.
+ * and swept) as lost rather than failed; with {@code NODE_READ_DELAY_MS=M} it waits M ms before reading each
+ * batch. A producer with {@code NODE_FANOUT=1} sends every tensor to all of its consumers (a fan-out send).
  * Every node exits by itself when its parent dies.
  */
 public final class Node {
@@ -86,6 +87,7 @@ public final class Node {
         AtomicLong ackPeerGone = new AtomicLong();
         AtomicLong lost = new AtomicLong();
         String lostFrom = override(args, 6, "NODE_TOLERATE_FAILED_FROM", "");
+        long readDelayMs = Long.parseLong(override(args, 6, "NODE_READ_DELAY_MS", "0"));
         try (TensorTransport transport = TensorTransports.create(config, args[2], entity, false);
              TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity)) {
             System.out.println("READY " + entity + " " + System.currentTimeMillis());
@@ -95,6 +97,7 @@ public final class Node {
                     if (received.get() == 0) {
                         System.out.println("FIRST " + System.currentTimeMillis());
                     }
+                    sleep(readDelayMs);
                     List<UUID> done = new ArrayList<>(batch.size());
                     for (TensorDescriptor d : batch) {
                         try (ReceivedTensor in = transport.receive(d)) {
@@ -144,6 +147,7 @@ public final class Node {
         long maxBytes = Long.parseLong(args[7]) << 20;
         TransportConfig config = config(args[1], args, 8);
         long rejoinWaitS = Long.parseLong(override(args, 8, "NODE_REJOIN_WAIT_S", "0"));
+        boolean fanOut = override(args, 8, "NODE_FANOUT", "0").equals("1");
         try (Arena scratch = Arena.ofConfined();
              TensorTransport transport = TensorTransports.create(config, args[2], entity, false);
              TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity, transport)) {
@@ -160,7 +164,7 @@ public final class Node {
 
                     @Override
                     public void acks(String from, List<UUID> uuids) {
-                        transport.ack(uuids);
+                        transport.ack(from, uuids);
                     }
                 };
                 try {
@@ -195,7 +199,18 @@ public final class Node {
                     List<TensorDescriptor> descriptors = new ArrayList<>(n);
                     for (int i = 0; i < n; i++) {
                         // One request per tensor, so the consumer finds each checksum in its request id.
-                        descriptors.addAll(transport.send("crc=" + crcs.get(i), List.of(batch.get(i))));
+                        descriptors.addAll(fanOut
+                            ? transport.send("crc=" + crcs.get(i), List.of(batch.get(i)), List.of(consumers))
+                            : transport.send("crc=" + crcs.get(i), List.of(batch.get(i))));
+                    }
+                    if (fanOut) {
+                        try {
+                            mailbox.sendDescriptors(List.of(consumers), descriptors);
+                        } catch (PeerUnavailableException e) {
+                            UNAVAILABLE.incrementAndGet(); // the others got them; the gone one's share is dropped
+                        }
+                        sent += n;
+                        continue;
                     }
                     String to = consumers[batchNo++ % consumers.length];
                     if (!deliver(mailbox, to, descriptors, rejoinWaitS)) {

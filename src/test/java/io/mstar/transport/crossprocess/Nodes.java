@@ -36,10 +36,17 @@ final class Nodes {
 
     ChildJvm producer(String endpoint, String entity, String consumer, int tensors, long seed, int maxMb, String... env)
         throws Exception {
-        List<String> args = new ArrayList<>(List.of("producer", dir.toString(), endpoint, entity, consumer,
+        return producer(List.of(), endpoint, entity, consumer, tensors, seed, maxMb, env);
+    }
+
+    /** A producer started with extra JVM options; {@code consumers} is a comma-separated list. */
+    ChildJvm producer(List<String> jvmOptions, String endpoint, String entity, String consumers, int tensors, long seed,
+                      int maxMb, String... env) throws Exception {
+        List<String> args = new ArrayList<>(List.of("producer", dir.toString(), endpoint, entity, consumers,
             Integer.toString(tensors), Long.toString(seed), Integer.toString(maxMb)));
         args.addAll(List.of(env));
-        return started(ChildJvm.start(Node.class, args.toArray(String[]::new)), endpoint, entity);
+        return started(ChildJvm.start(true, jvmOptions, java.util.Map.of(), Node.class, args.toArray(String[]::new)),
+            endpoint, entity);
     }
 
     /** Waits until the child runs (its mailbox exists), so a kill hits a running process. */

@@ -1,0 +1,163 @@
+package io.mstar.transport.acks;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Predicate;
+
+/**
+ * Tensors sent to named consumers (fan-out), each waiting for all of them: a tensor's slot may be freed
+ * only when every named consumer has ACKed it or is dead. Per tensor, the consumers' names, a bit per
+ * consumer still to ACK (at most {@value #MAX_CONSUMERS}), and the incarnation each was delivered to (its
+ * liveness key, {@code entity@incarnation}, from the mailbox). A repeated ACK from the same consumer counts
+ * once; an ACK from a consumer that was not named is refused. Thread-safe; a tensor sent to one consumer
+ * never enters it, so the single-consumer path costs one {@code isEmpty()}.
+ */
+public final class FanOutAcks {
+    /** Most consumers one tensor may name. */
+    public static final int MAX_CONSUMERS = 64;
+    /**
+     * Test-only seam: {@code -Dmstar.test.fanOutFirstAckFrees=true} frees a tensor on its first ACK, as if
+     * nobody counted, so a test can show that the counting is what keeps slow consumers' bytes intact.
+     */
+    static final boolean FIRST_ACK_FREES = Boolean.getBoolean("mstar.test.fanOutFirstAckFrees");
+
+    /** What one consumer's ACK did. */
+    public enum Outcome {
+        /** the last share: free the tensor now */
+        LAST,
+        /** counted; other consumers still read it */
+        PENDING,
+        /** this consumer had ACKed it already */
+        REPEATED,
+        /** this consumer was not named for it */
+        NOT_NAMED,
+        /** not a fan-out tensor in flight */
+        UNKNOWN
+    }
+
+    private static final class Entry {
+        final String[] consumers;
+        final String[] keys; // liveness key per consumer once delivered, else its entity name
+        long pending;
+
+        Entry(String[] consumers) {
+            this.consumers = consumers;
+            this.keys = consumers.clone();
+            this.pending = consumers.length == MAX_CONSUMERS ? -1L : (1L << consumers.length) - 1;
+        }
+
+        int indexOf(String consumer) {
+            for (int i = 0; i < consumers.length; i++) {
+                if (consumers[i].equals(consumer)) {
+                    return i;
+                }
+            }
+            return -1;
+        }
+    }
+
+    private final Map<UUID, Entry> entries = new ConcurrentHashMap<>();
+
+    /**
+     * Checks a send's consumer list: 1 to {@value #MAX_CONSUMERS} distinct names.
+     *
+     * @throws IllegalArgumentException naming what is wrong
+     */
+    public static String[] checkConsumers(List<String> consumers) {
+        String[] names = consumers.toArray(String[]::new);
+        if (names.length == 0 || names.length > MAX_CONSUMERS || consumers.stream().distinct().count() != names.length) {
+            throw new IllegalArgumentException("a fan-out send names 1 to " + MAX_CONSUMERS + " distinct consumers:"
+                + " consumers=" + consumers);
+        }
+        return names;
+    }
+
+    /** Registers a tensor before its descriptor leaves, so no ACK can come first. */
+    public void expect(UUID uuid, String[] consumers) {
+        entries.put(uuid, new Entry(consumers));
+    }
+
+    public boolean isEmpty() {
+        return entries.isEmpty();
+    }
+
+    public boolean contains(UUID uuid) {
+        return entries.containsKey(uuid);
+    }
+
+    /** Counts {@code consumer}'s ACK; on {@link Outcome#LAST} the entry is gone and the caller frees the tensor. */
+    public Outcome ack(UUID uuid, String consumer) {
+        Entry e = entries.get(uuid);
+        if (e == null) {
+            return Outcome.UNKNOWN;
+        }
+        synchronized (e) {
+            int i = e.indexOf(consumer);
+            if (i < 0) {
+                return Outcome.NOT_NAMED;
+            }
+            long bit = 1L << i;
+            if ((e.pending & bit) == 0) {
+                return Outcome.REPEATED;
+            }
+            e.pending = FIRST_ACK_FREES ? 0 : e.pending & ~bit;
+            return e.pending == 0 && entries.remove(uuid, e) ? Outcome.LAST : Outcome.PENDING;
+        }
+    }
+
+    /** The incarnation of {@code entity} the tensor was delivered to, as the liveness key to check. */
+    public void delivered(UUID uuid, String entity, String key) {
+        Entry e = entries.get(uuid);
+        if (e != null) {
+            synchronized (e) {
+                int i = e.indexOf(entity);
+                if (i >= 0) {
+                    e.keys[i] = key;
+                }
+            }
+        }
+    }
+
+    /** Forgets a tensor (freed by the TTL or released otherwise). */
+    public void remove(UUID uuid) {
+        entries.remove(uuid);
+    }
+
+    /**
+     * Drops the shares of consumers that {@code alive} says are dead; returns the tensors whose last share
+     * went, which the caller frees. Each consumer key is asked once.
+     */
+    public List<UUID> dropDead(Predicate<String> alive) {
+        Map<String, Boolean> verdicts = new java.util.HashMap<>();
+        List<UUID> freed = new ArrayList<>();
+        for (Map.Entry<UUID, Entry> me : entries.entrySet()) {
+            Entry e = me.getValue();
+            synchronized (e) {
+                for (int i = 0; i < e.consumers.length; i++) {
+                    if ((e.pending & (1L << i)) != 0 && !verdicts.computeIfAbsent(e.keys[i], alive::test)) {
+                        e.pending &= ~(1L << i);
+                    }
+                }
+                if (e.pending == 0 && entries.remove(me.getKey(), e)) {
+                    freed.add(me.getKey());
+                }
+            }
+        }
+        return freed;
+    }
+
+    /** Tensors that some but not all of their consumers have ACKed. */
+    public int partiallyAcked() {
+        int n = 0;
+        for (Entry e : entries.values()) {
+            synchronized (e) {
+                long all = e.consumers.length == MAX_CONSUMERS ? -1L : (1L << e.consumers.length) - 1;
+                n += e.pending != all ? 1 : 0;
+            }
+        }
+        return n;
+    }
+}
