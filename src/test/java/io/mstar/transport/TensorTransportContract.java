@@ -231,7 +231,8 @@ public abstract class TensorTransportContract {
         TensorDescriptor d = producer.send("r", List.of(t)).getFirst();
         try (ReceivedTensor in = consumer.receive(d)) {
             producer.unlinkOwnedFiles();
-            assertEquals(List.of(), ShmTestDir.list(shm.path()), "no file stays");
+            assertEquals(List.of(), ShmTestDir.list(shm.path()).stream().filter(f -> f.contains("_producer_")).toList(),
+                "none of the producer's files stays");
             assertEquals(crc(t.data()), crc(in.data()), "a mapped view survives the unlink");
         }
         producer.ack(List.of(d.uuid()));

@@ -130,6 +130,7 @@ public final class ArenaTransport implements TensorTransport {
         this.config = config;
         this.arena = arena;
         this.entity = arena.entity();
+        arena.warnings().checkPinBudget(config.pin(), config.pinMaxMb() << 20);
         this.spill = new FileTransport(arena.owner(), config.reclaimInterval());
         this.stats = logStats ? new StatsFile(arena.owner()) : null;
         this.peers = new PeerSegments(arena.owner().dir(), new MappingListener() {

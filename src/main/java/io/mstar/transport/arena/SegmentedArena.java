@@ -24,11 +24,13 @@ import java.time.Duration;
  * address stays valid until the slot is freed.
  *
  * <h2>Reserve</h2>
- * The first segment (in creation order) whose largest free block fits takes the slot: an O(1) check
- * per segment. When none fits, the arena grows by one segment while it is under the cap and the file
- * system can back it; otherwise it answers {@link #FULL}, the caller's cue for the next rung of the
- * capacity ladder. A request larger than one segment gets a dedicated segment of its own (page-aligned)
- * size, which counts towards the cap and is unlinked as soon as its slot is freed.
+ * The first regular segment (in creation order) whose largest free block fits takes the slot: an O(1)
+ * check per segment. When none fits, the arena grows by one segment while it is under the cap and the
+ * file system can back it; otherwise it answers {@link #FULL}, the caller's cue for the next rung of the
+ * capacity ladder. The first segment is made at construction, so the first send does not pay for it.
+ * A request larger than one segment gets a dedicated segment of its own (page-aligned) size, counted
+ * towards the cap. Once its slot is freed the segment stays, idle, for the next large request it can
+ * hold (creating one costs a commit and page faults); an idle one is unlinked when the cap needs room.
  *
  * <h2>Slot handles</h2>
  * A slot is a {@code long}, so the hot path allocates nothing:
@@ -69,6 +71,7 @@ public final class SegmentedArena implements AutoCloseable {
     private final int maxSegments;
 
     private final Sweeper sweeper;
+    private final CapacityWarnings warnings = new CapacityWarnings();
     private final MappedSegment[] segments;
     private final FirstFitAllocator[] allocators;
     private final boolean[] dedicated;
@@ -126,6 +129,9 @@ public final class SegmentedArena implements AutoCloseable {
         this.generations = new int[maxSegments];
         checkCeiling();
         this.sweeper = Sweeper.join(dir, reclaimInterval);
+        synchronized (this) {
+            grow(segmentBytes, false); // if the tmpfs cannot back it now, the first reserve tries again
+        }
     }
 
     private void checkCeiling() {
@@ -146,9 +152,10 @@ public final class SegmentedArena implements AutoCloseable {
                 + TransportConfig.MAX_SEGMENTS + " or " + TransportConfig.SEGMENT_MB);
         }
         if (ceiling > space.availableBytes()) {
-            LOG.warn("arena ceiling exceeds the free shared memory; growth will stop early and the arena will"
-                    + " spill: dir={}, availableBytes={} ({}), ceilingBytes={} ({})", dir, space.availableBytes(),
-                mib(space.availableBytes()), ceiling, mib(ceiling));
+            warnings.held(CapacityWarnings.Kind.CEILING_ABOVE_FREE_SPACE, "arena ceiling exceeds the free shared"
+                    + " memory; growth will stop early and the arena will spill: dir={}, availableBytes={} ({}),"
+                    + " ceilingBytes={} ({})", dir, space.availableBytes(), mib(space.availableBytes()), ceiling,
+                mib(ceiling));
         }
     }
 
@@ -169,13 +176,40 @@ public final class SegmentedArena implements AutoCloseable {
             return reserveDedicated(sizeBytes);
         }
         long aligned = alignUp(sizeBytes, ALIGNMENT_BYTES);
+        long freeBytes = 0;
         for (int p = 0; p < positionsInUse; p++) {
             FirstFitAllocator allocator = allocators[p];
-            if (allocator != null && allocator.largestFreeBlockBytes() >= aligned) {
-                return reserved(p, allocator.reserve(sizeBytes));
+            if (allocator != null && !dedicated[p]) {
+                if (allocator.largestFreeBlockBytes() >= aligned) {
+                    return reserved(p, allocator.reserve(sizeBytes));
+                }
+                freeBytes += allocator.capacityBytes() - allocator.usedBytes();
             }
         }
         int p = grow(segmentBytes, false);
+        if (p < 0) {
+            failedReserves++;
+            if (freeBytes >= aligned) {
+                warnings.held(CapacityWarnings.Kind.FRAGMENTATION, "fragmentation: the arena's free bytes would hold"
+                    + " the tensor but no free block does: entity={}, sizeBytes={}, freeBytes={}: ACK sooner, or use"
+                    + " fewer sizes per segment (a larger {})", owner.entity(), sizeBytes, freeBytes,
+                    TransportConfig.SEGMENT_MB);
+            }
+            return FULL;
+        }
+        return reserved(p, allocators[p].reserve(sizeBytes));
+    }
+
+    // The smallest idle dedicated segment that holds it, else a new one.
+    private long reserveDedicated(long sizeBytes) {
+        int best = -1;
+        for (int p = 0; p < positionsInUse; p++) {
+            if (isIdleDedicated(p) && allocators[p].capacityBytes() >= sizeBytes
+                && (best < 0 || allocators[p].capacityBytes() < allocators[best].capacityBytes())) {
+                best = p;
+            }
+        }
+        int p = best >= 0 ? best : grow(alignUp(sizeBytes, PAGE_BYTES), true);
         if (p < 0) {
             failedReserves++;
             return FULL;
@@ -183,13 +217,8 @@ public final class SegmentedArena implements AutoCloseable {
         return reserved(p, allocators[p].reserve(sizeBytes));
     }
 
-    private long reserveDedicated(long sizeBytes) {
-        int p = grow(alignUp(sizeBytes, PAGE_BYTES), true);
-        if (p < 0) {
-            failedReserves++;
-            return FULL;
-        }
-        return reserved(p, allocators[p].reserve(sizeBytes));
+    private boolean isIdleDedicated(int p) {
+        return segments[p] != null && dedicated[p] && allocators[p].liveSlots() == 0;
     }
 
     private long reserved(int position, long offset) {
@@ -212,9 +241,6 @@ public final class SegmentedArena implements AutoCloseable {
             return outcome;
         }
         frees++;
-        if (dedicated[p]) {
-            removeSegment(p);
-        }
         return outcome;
     }
 
@@ -350,7 +376,7 @@ public final class SegmentedArena implements AutoCloseable {
 
     // Returns the new segment's position, or -1 when the cap is reached or the file system is full.
     private int grow(long bytes, boolean dedicatedSegment) {
-        if (segmentCount == maxSegments) {
+        if (segmentCount == maxSegments && !removeAnIdleDedicatedSegment()) {
             return -1;
         }
         int p = 0;
@@ -379,7 +405,33 @@ public final class SegmentedArena implements AutoCloseable {
         listener.mapped(segment);
         LOG.debug("arena grew: segment={}, sizeBytes={}, dedicated={}, segments={}",
             segment.name(), bytes, dedicatedSegment, segmentCount);
+        Posix.FileSystemSpace space = Posix.statvfs(dir.toString());
+        long usedBytes = space.totalBytes() - space.availableBytes();
+        if (usedBytes > CapacityWarnings.SHM_USE_WARN_FRACTION * space.totalBytes()) {
+            warnings.held(CapacityWarnings.Kind.SHM_ABOVE_80_PERCENT, "the shared-memory directory is more than 80%"
+                + " used: dir={}, usedBytes={} ({}), fileSystemBytes={} ({}): other entities' arenas may soon spill;"
+                + " see mstar-shm doctor", dir, usedBytes, mib(usedBytes), space.totalBytes(), mib(space.totalBytes()));
+        }
         return p;
+    }
+
+    // At the cap, an idle dedicated segment gives its room back (the largest: it frees the most).
+    private boolean removeAnIdleDedicatedSegment() {
+        int largest = -1;
+        for (int p = 0; p < positionsInUse; p++) {
+            if (isIdleDedicated(p) && (largest < 0 || allocators[p].capacityBytes() > allocators[largest].capacityBytes())) {
+                largest = p;
+            }
+        }
+        if (largest >= 0) {
+            removeSegment(largest);
+        }
+        return largest >= 0;
+    }
+
+    /** The operator warnings and how often each condition held. */
+    CapacityWarnings warnings() {
+        return warnings;
     }
 
     private MappedSegment createSegment(long bytes) {

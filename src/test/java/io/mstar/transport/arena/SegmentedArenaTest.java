@@ -43,7 +43,7 @@ class SegmentedArenaTest {
     @Test
     void growsOneSegmentAtATimeUpToTheCapThenReportsFull() {
         try (SegmentedArena arena = arena(3)) {
-            assertEquals(0, arena.stats().segments(), "no segment before the first reserve");
+            assertEquals(1, arena.stats().segments(), "the first segment is made at construction");
             List<Long> slots = new ArrayList<>();
             for (int i = 0; i < 6; i++) {
                 long slot = arena.reserve(SEGMENT / 2);
@@ -87,7 +87,7 @@ class SegmentedArenaTest {
     }
 
     @Test
-    void oversizedRequestGetsADedicatedSegmentReleasedOnFree() {
+    void oversizedRequestGetsADedicatedSegmentKeptForReuseUntilTheCapNeedsItsRoom() {
         try (SegmentedArena arena = arena(2)) {
             long small = arena.reserve(100);
             long big = arena.reserve(3 * SEGMENT + 5);
@@ -97,19 +97,72 @@ class SegmentedArenaTest {
             ArenaStats stats = arena.stats();
             assertEquals(SEGMENT + 3 * SEGMENT + 4096, stats.capacityBytes(), "page-aligned dedicated size");
             arena.slotMemory(big, 3 * SEGMENT + 5).set(JAVA_LONG, 3 * SEGMENT - 8, 1L);
-            assertEquals(SegmentedArena.FULL, arena.reserve(2 * SEGMENT), "dedicated segments count towards the cap");
+            assertEquals(SegmentedArena.FULL, arena.reserve(2 * SEGMENT + 1),
+                "at the cap, a second large tensor finds no room while the first holds the dedicated segment");
             String bigName = arena.segmentName(big);
             assertEquals(FreeOutcome.FREED, arena.free(big));
-            assertTrue(Files.notExists(shm.path().resolve(bigName)), "released as soon as its slot is freed");
-            assertEquals(1, arena.stats().segments());
-            // A stale handle to the released segment never frees a slot of the one that replaces it.
-            long replacement = arena.reserve(2 * SEGMENT);
+            assertTrue(Files.exists(shm.path().resolve(bigName)), "kept, idle, after its slot is freed");
+
+            long again = arena.reserve(2 * SEGMENT);
+            assertEquals(bigName, arena.segmentName(again), "the next large tensor that fits reuses it");
+            assertEquals(FreeOutcome.FREED, arena.free(again));
+
+            // At the cap, a regular segment needs the room: the idle dedicated segment gives it back.
+            long rest = arena.reserve(SEGMENT - 256);
+            long grown = arena.reserve(1000);
+            assertNotEquals(SegmentedArena.FULL, grown);
+            assertTrue(Files.notExists(shm.path().resolve(bigName)), "unlinked when the cap needed its room");
+            assertEquals(2, arena.stats().segments());
+            // A stale handle to the released segment never frees a slot of the one that replaced it.
             assertEquals(FreeOutcome.UNKNOWN_OFFSET, arena.free(big));
-            assertEquals(2, arena.stats().liveSlots());
-            arena.free(replacement);
-            arena.free(small);
+            for (long slot : new long[] {small, rest, grown}) {
+                assertEquals(FreeOutcome.FREED, arena.free(slot));
+            }
             assertEquals(0, arena.stats().liveSlots());
         }
+    }
+
+    @Test
+    void fragmentationAndAnOutsizedPinBudgetWarnOnceHoweverOftenTheyHold() {
+        try (SegmentedArena arena = arena(1)) {
+            long[] quarters = new long[4];
+            for (int i = 0; i < 4; i++) {
+                quarters[i] = arena.reserve(SEGMENT / 4);
+            }
+            arena.free(quarters[0]);
+            arena.free(quarters[2]);
+            String log = capturedErr(() -> {
+                for (int i = 0; i < 5; i++) {
+                    assertEquals(SegmentedArena.FULL, arena.reserve(SEGMENT / 4 + 1), "half is free, in two quarters");
+                }
+            });
+            assertEquals(5, arena.warnings().counts().get(CapacityWarnings.Kind.FRAGMENTATION));
+            assertEquals(1, log.split("fragmentation: the arena's free bytes", -1).length - 1, log);
+            assertEquals(SegmentedArena.FULL, arena.reserve(SEGMENT), "no fragmentation: the free bytes are too few");
+            assertEquals(5, arena.warnings().counts().get(CapacityWarnings.Kind.FRAGMENTATION));
+
+            String pinLog = capturedErr(() -> {
+                arena.warnings().checkPinBudget(true, Long.MAX_VALUE / 2);
+                arena.warnings().checkPinBudget(true, Long.MAX_VALUE / 2);
+                arena.warnings().checkPinBudget(false, Long.MAX_VALUE / 2);
+            });
+            assertEquals(2, arena.warnings().counts().get(CapacityWarnings.Kind.PIN_BUDGET_ABOVE_QUARTER_OF_RAM));
+            assertEquals(1, pinLog.split("pin budget is more than a quarter", -1).length - 1, pinLog);
+            arena.warnings().checkPinBudget(true, CapacityWarnings.physicalMemoryBytes() / 8);
+            assertEquals(2, arena.warnings().counts().get(CapacityWarnings.Kind.PIN_BUDGET_ABOVE_QUARTER_OF_RAM));
+        }
+    }
+
+    private static String capturedErr(Runnable action) {
+        java.io.PrintStream original = System.err;
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(captured, true));
+        try {
+            action.run();
+        } finally {
+            System.setErr(original);
+        }
+        return captured.toString();
     }
 
     @Test
@@ -172,20 +225,21 @@ class SegmentedArenaTest {
     }
 
     @Test
-    void ceilingAboveFreeSpaceOnlyWarns() throws Exception {
+    void ceilingAboveFreeSpaceAndATmpfsPast80PercentEachWarnOnce() throws Exception {
         try (SmallTmpfs tmpfs = SmallTmpfs.mount(16 << 20)) {
-            Files.write(tmpfs.path().resolve("filler"), new byte[10 << 20]);
-            java.io.PrintStream original = System.err;
-            java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
-            System.setErr(new java.io.PrintStream(captured, true));
-            try {
-                new SegmentedArena(tmpfs.path(), NS, "p", 4 << 20, 4).close();
-            } finally {
-                System.setErr(original);
-            }
-            String log = captured.toString();
-            assertTrue(log.contains("WARN") && log.contains("ceiling exceeds the free shared memory")
-                && log.contains("ceilingBytes=" + (16 << 20)), log);
+            Files.write(tmpfs.path().resolve("filler"), new byte[9 << 20]);
+            String log = capturedErr(() -> {
+                try (SegmentedArena arena = new SegmentedArena(tmpfs.path(), NS, "p", 2 << 20, 8)) {
+                    assertEquals(1, arena.warnings().counts().get(CapacityWarnings.Kind.CEILING_ABOVE_FREE_SPACE));
+                    for (int i = 0; i < 3; i++) {
+                        assertNotEquals(SegmentedArena.FULL, arena.reserve(2 << 20)); // growth to 13, then 15 MiB of 16
+                    }
+                    assertEquals(2, arena.warnings().counts().get(CapacityWarnings.Kind.SHM_ABOVE_80_PERCENT));
+                }
+            });
+            assertTrue(log.contains("ceiling exceeds the free shared memory") && log.contains("ceilingBytes=" + (16 << 20)),
+                log);
+            assertEquals(1, log.split("more than 80% used", -1).length - 1, log);
             Files.delete(tmpfs.path().resolve("filler"));
         }
     }

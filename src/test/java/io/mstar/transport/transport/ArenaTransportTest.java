@@ -130,9 +130,9 @@ class ArenaTransportTest {
     }
 
     @Test
-    void tensorLargerThanASegmentGetsItsOwnSegmentAndAConsumerDropsItsMappingLater() throws Exception {
+    void tensorLargerThanASegmentGetsItsOwnSegmentAndAConsumerDropsItsMappingOnceItGoes() throws Exception {
         SplittableRandom r = new SplittableRandom(4);
-        try (ArenaTransport producer = transport(config(), "p", 3);
+        try (ArenaTransport producer = transport(config(), "p", 2);
              ArenaTransport consumer = transport(config(), "c", 1)) {
             Tensor big = randomTensor(r, DType.F32, 3, SEGMENT / 4 + 5);
             TensorDescriptor d = producer.send("r", List.of(big)).getFirst();
@@ -142,13 +142,20 @@ class ArenaTransportTest {
             }
             assertEquals(1, consumer.statsSummary().mappedPeerSegments());
             producer.ack(List.of(d.uuid()));
-            assertEquals(List.of(), ShmTestDir.list(shm.path()), "the dedicated segment is unlinked on the ACK");
+            assertTrue(Files.exists(shm.path().resolve(d.fileName())), "the idle dedicated segment is kept for reuse");
+            TensorDescriptor again = producer.send("r", List.of(big)).getFirst();
+            assertEquals(d.fileName(), again.fileName(), "and reused by the next large tensor");
+            producer.ack(List.of(again.uuid()));
+
+            // The first segment filled, growth at the cap takes the idle dedicated segment's room.
+            TensorDescriptor full = producer.send("r", List.of(randomTensor(r, DType.U8, (int) SEGMENT))).getFirst();
+            TensorDescriptor grown = producer.send("r", List.of(randomTensor(r, DType.U8, 10))).getFirst();
+            assertEquals(Placement.ARENA, grown.placement());
+            assertTrue(Files.notExists(shm.path().resolve(d.fileName())));
             Thread.sleep(1100);
-            Tensor small = randomTensor(r, DType.U8, 10);
-            TensorDescriptor next = producer.send("r", List.of(small)).getFirst();
-            consumer.receive(next).close(); // a receive after the sweep interval drops the gone mapping
+            consumer.receive(grown).close(); // a receive after the sweep interval drops the gone mapping
             assertEquals(1, consumer.statsSummary().mappedPeerSegments());
-            producer.ack(List.of(next.uuid()));
+            producer.ack(List.of(full.uuid(), grown.uuid()));
         }
     }
 
