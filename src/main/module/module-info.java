@@ -5,5 +5,6 @@
 module io.mstar.transport {
     requires org.slf4j;
     requires org.agrona;
+    requires com.sun.jna; // the CUDA binding (package cuda), loaded on the first device call
     exports io.mstar.transport;
 }

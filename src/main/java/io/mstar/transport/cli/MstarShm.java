@@ -19,13 +19,16 @@ public final class MstarShm {
               start a consumer process and a producer process, stream tensors of 4 KiB to 16 MiB
               through the arena and then through the file transport, print a table per size
           doctor [--dir DIR] [--json]
-              per deployment namespace: live or dead; per file: kind, size, entity, the processes
-              that map it, orphans; totals against the file system. Exit 0 healthy, 1 found
-              files of dead deployments, 2 usage error
+              per deployment namespace and owner: live or dead, its files and bytes, the processes
+              that map them; totals against the file system. Exit 0 healthy, 1 found files of
+              dead owners (and prints the command that removes them), 2 usage error
           reclaim [--dir DIR] [--yes]
-              list (dry run) or remove (--yes) the files of dead deployments
+              list (dry run) or remove (--yes) the files of dead owners
           stats [--dir DIR] [--json]
               the latest stats snapshot of each arena that publishes one (stats logging on)
+          selftest [--dir DIR]
+              move one checksummed tensor through the arena and the mailbox in this JVM, as
+              launched, and probe CUDA: exit 0 when the library works here
           churn [--seconds S] [--segment-mb M] [--max-segments N]
               create an arena in a temporary shared-memory directory, churn it with a mixed
               workload (4 KiB to 16 MiB, copies included), print progress and its stats snapshot
@@ -48,6 +51,7 @@ public final class MstarShm {
                 case "doctor" -> DoctorCommand.doctor(rest, out);
                 case "reclaim" -> DoctorCommand.reclaim(rest, out);
                 case "stats" -> StatsCommand.run(rest, out);
+                case "selftest" -> SelfTestCommand.run(rest, out);
                 case "demo-consumer" -> DemoCommand.consumer(rest);
                 case "demo-producer" -> DemoCommand.producer(rest);
                 default -> {
