@@ -56,11 +56,13 @@ static volatile long copy_delay_us = 0;
 static volatile long copies_started = 0;
 static volatile long copies_done = 0;
 static volatile long event_syncs = 0;
+static volatile long default_stream_syncs = 0;
 
 void mstarStandinSetCopyDelayUs(long us) { copy_delay_us = us; }
 long mstarStandinCopiesDone(void) { return __atomic_load_n(&copies_done, __ATOMIC_SEQ_CST); }
 long mstarStandinCopiesStarted(void) { return __atomic_load_n(&copies_started, __ATOMIC_SEQ_CST); }
 long mstarStandinEventSyncs(void) { return __atomic_load_n(&event_syncs, __ATOMIC_SEQ_CST); }
+long mstarStandinDefaultStreamSyncs(void) { return __atomic_load_n(&default_stream_syncs, __ATOMIC_SEQ_CST); }
 
 static void sleep_us(long us) {
     if (us > 0) {
@@ -209,6 +211,15 @@ static void wait_event(event_t *e) {
 cudaError_t cudaEventSynchronize(void *event) {
     __atomic_add_fetch(&event_syncs, 1, __ATOMIC_SEQ_CST);
     wait_event(event);
+    return cudaSuccess;
+}
+
+/* The stand-in runs no work on the legacy default stream (NULL): syncing it only counts, for tests. */
+cudaError_t cudaStreamSynchronize(void *stream) {
+    if (stream) {
+        return cudaErrorInvalidResourceHandle; /* the library syncs only the default stream */
+    }
+    __atomic_add_fetch(&default_stream_syncs, 1, __ATOMIC_SEQ_CST);
     return cudaSuccess;
 }
 

@@ -84,13 +84,38 @@ public interface TensorTransport extends AutoCloseable {
 
     /**
      * Sends tensors that live in GPU memory: their device-to-host copies run on the transport's copy
-     * stream straight into the reserved slots, with one host wait for the whole batch, and the
-     * descriptors are returned only after every copy has landed. A failure frees the batch's slots.
+     * stream straight into the reserved slots, with one host wait for the whole batch (after one wait for
+     * the legacy default stream, whose writes the copies must see), and the descriptors are returned only
+     * after every copy has landed. A failure frees the batch's slots.
      *
      * @throws IllegalStateException when CUDA is not usable here (the message gives the probe's reason),
      *                               or the transport does not support device tensors
      */
     default List<TensorDescriptor> sendFromDevice(String requestId, List<DeviceTensor> tensors) {
+        throw new IllegalStateException("device tensors need the arena transport (" + TransportConfig.ARENA + "=1)");
+    }
+
+    /**
+     * Stages the tensors of many requests in one call (one batch of copies), returning each request's
+     * descriptors and the placements as primitive columns. Host copies complete before it returns.
+     */
+    default StagedBatch stage(List<StagingRequest<Tensor>> requests) {
+        List<List<TensorDescriptor>> perRequest = new java.util.ArrayList<>(requests.size());
+        for (StagingRequest<Tensor> r : requests) {
+            perRequest.add(send(r.requestId(), r.tensors()));
+        }
+        return StagedBatch.of(perRequest);
+    }
+
+    /**
+     * Stages device tensors of many requests with one host wait for all their copies (where
+     * {@link #sendFromDevice} per request would wait once per request). Before copying, it waits once for
+     * the legacy default stream, so that what kernels wrote there is what is copied; a caller that has
+     * already synchronised its streams passes {@code sourcesSynchronized} to skip that wait.
+     *
+     * @throws IllegalStateException when CUDA is not usable here, or the transport does not support device tensors
+     */
+    default StagedBatch stageFromDevice(List<StagingRequest<DeviceTensor>> requests, boolean sourcesSynchronized) {
         throw new IllegalStateException("device tensors need the arena transport (" + TransportConfig.ARENA + "=1)");
     }
 

@@ -193,6 +193,31 @@ public abstract class TensorTransportContract {
     }
 
     @Test
+    void stagingManyRequestsGivesTheirDescriptorsAndTheSameBytesAsPerRequestSends() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        SplittableRandom r = new SplittableRandom(13);
+        List<StagingRequest<Tensor>> requests = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            requests.add(new StagingRequest<>("request-" + i, List.of(randomTensor(r, DType.BF16, 8, 1024))));
+        }
+        StagedBatch staged = producer.stage(requests);
+        assertEquals(64, staged.descriptors().size());
+        for (int i = 0; i < 64; i++) {
+            TensorDescriptor d = staged.descriptors().get(i).getFirst();
+            assertEquals("request-" + i, d.requestId());
+            assertEquals(d.offset(), staged.offset()[i]);
+            assertEquals(d.placement() == Placement.ARENA ? d.fileName() : null,
+                staged.segmentIndex()[i] < 0 ? null : staged.segmentNames().get(staged.segmentIndex()[i]));
+            try (ReceivedTensor in = consumer.receive(d)) {
+                assertEquals(crc(requests.get(i).tensors().getFirst().data()), crc(in.data()));
+            }
+            producer.ack(List.of(d.uuid()));
+        }
+        assertEquals(0, producer.statsSummary().inFlight());
+    }
+
+    @Test
     void aFanOutTensorIsFreedByTheLastOfItsNamedConsumersOnly() {
         TensorTransport producer = open("producer");
         TensorTransport consumer = open("consumer");

@@ -3,6 +3,8 @@ package io.mstar.transport.arena;
 import io.mstar.transport.CapacityException;
 import io.mstar.transport.DeviceTensor;
 import io.mstar.transport.Placement;
+import io.mstar.transport.StagedBatch;
+import io.mstar.transport.StagingRequest;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
@@ -267,9 +269,14 @@ public final class ArenaTransport implements TensorTransport {
 
     @Override
     public List<TensorDescriptor> sendFromDevice(String requestId, List<DeviceTensor> tensors) {
+        return stageFromDevice(List.of(new StagingRequest<>(requestId, tensors)), false).descriptors().getFirst();
+    }
+
+    @Override
+    public StagedBatch stageFromDevice(List<StagingRequest<DeviceTensor>> requests, boolean sourcesSynchronized) {
         checkOpen();
         CopyEngine engine = copyEngine();
-        int n = tensors.size();
+        int n = requests.stream().mapToInt(r -> r.tensors().size()).sum();
         List<UUID> uuids = new ArrayList<>(n);
         long[] slots = new long[n];
         long[] hosts = new long[n];
@@ -277,32 +284,41 @@ public final class ArenaTransport implements TensorTransport {
         long[] bytes = new long[n];
         boolean ok = false;
         try {
-            for (int i = 0; i < n; i++) {
-                DeviceTensor t = tensors.get(i);
-                UUID uuid = FileTransport.newUuid();
-                uuids.add(uuid);
-                bytes[i] = t.nbytes();
-                devices[i] = t.devicePointer();
-                slots[i] = reserve(bytes[i]);
-                if (slots[i] != SegmentedArena.FULL) {
-                    track(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), slots[i], bytes[i]);
-                    hosts[i] = arena.slotAddress(slots[i]);
+            int i = 0;
+            for (StagingRequest<DeviceTensor> r : requests) {
+                for (DeviceTensor t : r.tensors()) {
+                    UUID uuid = FileTransport.newUuid();
+                    uuids.add(uuid);
+                    bytes[i] = t.nbytes();
+                    devices[i] = t.devicePointer();
+                    slots[i] = reserve(bytes[i]);
+                    if (slots[i] != SegmentedArena.FULL) {
+                        track(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), slots[i], bytes[i]);
+                        hosts[i] = arena.slotAddress(slots[i]);
+                    }
+                    i++;
                 }
             }
-            engine.deviceToHost(pick(hosts, slots, true), pick(devices, slots, true), pick(bytes, slots, true));
-            List<TensorDescriptor> sent = new ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
-                DeviceTensor t = tensors.get(i);
-                if (slots[i] == SegmentedArena.FULL) {
-                    sent.add(spillFromDevice(engine, requestId, t, uuids.get(i)));
-                } else {
-                    count(bytes[i]);
-                    sent.add(new TensorDescriptor(uuids.get(i), requestId, entity, t.dtype(), t.shape(), bytes[i],
-                        Placement.ARENA, arena.segmentName(slots[i]), SegmentedArena.offset(slots[i])));
+            engine.deviceToHost(pick(hosts, slots, true), pick(devices, slots, true), pick(bytes, slots, true),
+                sourcesSynchronized);
+            List<List<TensorDescriptor>> perRequest = new ArrayList<>(requests.size());
+            i = 0;
+            for (StagingRequest<DeviceTensor> r : requests) {
+                List<TensorDescriptor> sent = new ArrayList<>(r.tensors().size());
+                for (DeviceTensor t : r.tensors()) {
+                    if (slots[i] == SegmentedArena.FULL) {
+                        sent.add(spillFromDevice(engine, r.requestId(), t, uuids.get(i)));
+                    } else {
+                        count(bytes[i]);
+                        sent.add(new TensorDescriptor(uuids.get(i), r.requestId(), entity, t.dtype(), t.shape(), bytes[i],
+                            Placement.ARENA, arena.segmentName(slots[i]), SegmentedArena.offset(slots[i])));
+                    }
+                    i++;
                 }
+                perRequest.add(sent);
             }
             ok = true;
-            return sent;
+            return StagedBatch.of(perRequest);
         } finally {
             if (!ok) {
                 uuids.forEach(this::releaseTensor);
@@ -329,7 +345,8 @@ public final class ArenaTransport implements TensorTransport {
     private TensorDescriptor spillFromDevice(CopyEngine engine, String requestId, DeviceTensor t, UUID uuid) {
         try (Arena staging = Arena.ofConfined()) {
             MemorySegment host = staging.allocate(Math.max(1, t.nbytes()), 4096).asSlice(0, t.nbytes());
-            engine.deviceToHost(new long[] {host.address()}, new long[] {t.devicePointer()}, new long[] {t.nbytes()});
+            // The batch's copies already waited for the default stream.
+            engine.deviceToHost(new long[] {host.address()}, new long[] {t.devicePointer()}, new long[] {t.nbytes()}, true);
             TensorDescriptor d = spill.write(requestId, new Tensor(t.dtype(), t.shape(), host), uuid);
             spills.incrementAndGet();
             spillBytes.addAndGet(t.nbytes());

@@ -30,11 +30,19 @@ public final class CopyEngine implements AutoCloseable {
         });
     }
 
-    /** Copies {@code bytes[i]} from {@code devices[i]} to {@code hosts[i]} for every i, and waits once for all. */
-    public void deviceToHost(long[] hosts, long[] devices, long[] bytes) {
+    /**
+     * Copies {@code bytes[i]} from {@code devices[i]} to {@code hosts[i]} for every i, and waits once for all.
+     * Unless {@code sourcesSynchronized}, first waits for the legacy default stream (once for the whole
+     * batch), so that what kernels wrote there into the sources is what the copies read: the copy stream is
+     * non-blocking and would not wait for it.
+     */
+    public void deviceToHost(long[] hosts, long[] devices, long[] bytes, boolean sourcesSynchronized) {
         long event;
         synchronized (this) {
             checkOpen();
+            if (!sourcesSynchronized) {
+                cuda.streamSynchronize(0);
+            }
             for (int i = 0; i < hosts.length; i++) {
                 if (bytes[i] > 0) {
                     cuda.memcpyAsync(hosts[i], devices[i], bytes[i], CudaRuntime.DEVICE_TO_HOST, stream);

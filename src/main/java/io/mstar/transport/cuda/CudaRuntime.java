@@ -31,6 +31,9 @@ public interface CudaRuntime {
 
     void streamDestroy(long stream);
 
+    /** {@code cudaStreamSynchronize}: waits for the work queued on {@code stream} (0: the legacy default stream). */
+    void streamSynchronize(long stream);
+
     void memcpyAsync(long dst, long src, long bytes, int kind, long stream);
 
     long eventCreate(int flags);

@@ -35,7 +35,7 @@ final class JnaCudaRuntime implements CudaRuntime {
 
     /** Names of the functions bound, for the probe's report. */
     static final String[] SYMBOLS = {"cudaGetDeviceCount", "cudaSetDevice", "cudaStreamCreateWithFlags",
-        "cudaStreamDestroy", "cudaMemcpyAsync", "cudaEventCreateWithFlags", "cudaEventRecord", "cudaEventQuery",
+        "cudaStreamDestroy", "cudaStreamSynchronize", "cudaMemcpyAsync", "cudaEventCreateWithFlags", "cudaEventRecord", "cudaEventQuery",
         "cudaEventSynchronize", "cudaEventDestroy", "cudaHostRegister", "cudaHostUnregister", "cudaMalloc",
         "cudaFree", "cudaGetErrorName", "cudaGetErrorString", "cudaRuntimeGetVersion", "cudaDriverGetVersion"};
 
@@ -46,6 +46,8 @@ final class JnaCudaRuntime implements CudaRuntime {
     private static native int cudaStreamCreateWithFlags(long[] stream, int flags);
 
     private static native int cudaStreamDestroy(long stream);
+
+    private static native int cudaStreamSynchronize(long stream);
 
     private static native int cudaMemcpyAsync(long dst, long src, long count, int kind, long stream);
 
@@ -103,6 +105,11 @@ final class JnaCudaRuntime implements CudaRuntime {
     @Override
     public void streamDestroy(long stream) {
         check("cudaStreamDestroy", cudaStreamDestroy(stream));
+    }
+
+    @Override
+    public void streamSynchronize(long stream) {
+        check("cudaStreamSynchronize", cudaStreamSynchronize(stream));
     }
 
     @Override

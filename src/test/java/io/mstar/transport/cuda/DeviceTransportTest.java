@@ -3,6 +3,8 @@ package io.mstar.transport.cuda;
 import io.mstar.transport.DType;
 import io.mstar.transport.DeviceTensor;
 import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.StagedBatch;
+import io.mstar.transport.StagingRequest;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
@@ -84,6 +86,48 @@ class DeviceTransportTest {
             }
         }
         return true;
+    }
+
+    /** 64 requests of one tensor each: one default-stream wait and one copy wait for all, or none when skipped. */
+    @Test
+    void stagingManyRequestsWaitsOnceAndGivesTheSameBytesAsPerRequestSends() {
+        try (ArenaTransport producer = transport(config(), "p", 1 << 20, 4);
+             ArenaTransport consumer = transport(config(), "c", 1 << 20, 1)) {
+            List<StagingRequest<DeviceTensor>> requests = new ArrayList<>();
+            for (int i = 0; i < 64; i++) {
+                requests.add(new StagingRequest<>("request-" + i,
+                    List.of(new DeviceTensor(DType.F16, new long[] {64, 64}, deviceBuffer(8192, i)))));
+            }
+            long waits = STANDIN.mstarStandinEventSyncs();
+            long defaultSyncs = STANDIN.mstarStandinDefaultStreamSyncs();
+            StagedBatch staged = producer.stageFromDevice(requests, false);
+            assertEquals(1, STANDIN.mstarStandinEventSyncs() - waits, "one copy wait for 64 requests");
+            assertEquals(1, STANDIN.mstarStandinDefaultStreamSyncs() - defaultSyncs, "one default-stream sync");
+
+            List<TensorDescriptor> perRequest = new ArrayList<>();
+            for (StagingRequest<DeviceTensor> r : requests) {
+                perRequest.addAll(producer.sendFromDevice(r.requestId(), r.tensors()));
+            }
+            assertEquals(64, STANDIN.mstarStandinEventSyncs() - waits - 1, "per-request sends wait once each");
+
+            StagedBatch skipped = producer.stageFromDevice(requests.subList(0, 2), true);
+            assertEquals(65, STANDIN.mstarStandinDefaultStreamSyncs() - defaultSyncs, "a synchronised caller skips it");
+
+            for (int i = 0; i < 64; i++) {
+                TensorDescriptor d = staged.descriptors().get(i).getFirst();
+                assertEquals("request-" + i, d.requestId());
+                assertEquals(d.fileName(), staged.segmentNames().get(staged.segmentIndex()[i]), "the columns say the same");
+                assertEquals(d.offset(), staged.offset()[i]);
+                try (ReceivedTensor a = consumer.receive(d); ReceivedTensor b = consumer.receive(perRequest.get(i))) {
+                    assertEquals(-1, a.data().mismatch(b.data()), "the same bytes as the per-request send");
+                    assertTrue(holdsPattern(a.data(), i));
+                }
+            }
+            staged.descriptors().forEach(ds -> producer.ack(ds.stream().map(TensorDescriptor::uuid).toList()));
+            skipped.descriptors().forEach(ds -> producer.ack(ds.stream().map(TensorDescriptor::uuid).toList()));
+            producer.ack(perRequest.stream().map(TensorDescriptor::uuid).toList());
+            assertEquals(0, producer.statsSummary().inFlight());
+        }
     }
 
     @Test

@@ -86,7 +86,7 @@ class GpuTest {
                     for (int h = 0; h < 3; h++) {
                         int hh = h;
                         gbps[h] = rate(size, () -> engine.deviceToHost(new long[] {hosts[hh]}, new long[] {device},
-                            new long[] {size}));
+                            new long[] {size}, true));
                         gbps[3 + h] = rate(size, () -> engine.hostToDevice(device, hosts[hh], size).join());
                     }
                     System.out.printf("%-8s | %18.2f | %12.2f | %16.2f | %18.2f | %12.2f | %16.2f%n", (size >> 20) + "MiB",
@@ -169,7 +169,7 @@ class GpuTest {
                                     transport.copyToDevice(d, device).join();
                                     MemorySegment back = staging.asSlice(0, d.nbytes());
                                     engine.deviceToHost(new long[] {back.address()}, new long[] {device},
-                                        new long[] {d.nbytes()});
+                                        new long[] {d.nbytes()}, true);
                                     if (crc(back) != Long.parseUnsignedLong(d.requestId(), 16)) {
                                         received[1]++;
                                     }

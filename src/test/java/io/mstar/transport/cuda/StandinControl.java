@@ -16,4 +16,6 @@ public interface StandinControl extends Library {
     long mstarStandinRegisteredRanges();
 
     long mstarStandinEventSyncs();
+
+    long mstarStandinDefaultStreamSyncs();
 }
