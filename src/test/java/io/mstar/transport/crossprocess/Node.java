@@ -118,7 +118,9 @@ public final class Node {
                     try {
                         mailbox.sendAcks(from, done);
                     } catch (PeerUnavailableException e) {
-                        ackPeerGone.incrementAndGet(); // its producer died: nobody to free them for
+                        if (ackPeerGone.getAndIncrement() == 0) { // its producer died: nobody to free them for
+                            System.out.println("ACKS UNDELIVERED " + e.getMessage());
+                        }
                     }
                 }
 
@@ -225,8 +227,13 @@ public final class Node {
                 return 3;
             }
             long deadline = System.nanoTime() + 300_000_000_000L;
+            long nextReport = System.nanoTime() + 10_000_000_000L;
             while (transport.statsSummary().inFlight() > 0 && System.nanoTime() < deadline) {
                 Thread.sleep(10);
+                if (System.nanoTime() > nextReport) {
+                    System.out.println("WAITING for ACKs: " + transport.statsSummary().toLogLine());
+                    nextReport += 10_000_000_000L;
+                }
             }
             acker.interrupt();
             TransportStats stats = transport.statsSummary();

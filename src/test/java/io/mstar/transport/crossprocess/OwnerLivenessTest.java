@@ -100,8 +100,9 @@ class OwnerLivenessTest {
             producers.add(nodes.producer(deployment, "producer-" + deployment, "consumer-" + deployment, 1_000_000,
                 deployment.hashCode(), 1, SMALL_SEGMENTS));
         }
-        awaitFile("_arena_producer-a_");
-        awaitFile("_arena_producer-b_");
+        for (ChildJvm consumer : consumers) {
+            stamp(consumer, "FIRST"); // streaming, and ACKing: each side has found the other's mailbox
+        }
         Thread.sleep(300);
         List<ChildJvm> live = new ArrayList<>(consumers);
         live.addAll(producers);

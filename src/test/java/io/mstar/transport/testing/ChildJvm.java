@@ -73,10 +73,25 @@ public final class ChildJvm {
     /** Waits for the exit and returns the code; kills the child and fails when it takes longer than the timeout. */
     public int await(long timeoutSeconds) throws InterruptedException, IOException {
         if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+            String threads = threadDump();
             process.destroyForcibly().waitFor();
-            throw new AssertionError("child JVM did not finish in " + timeoutSeconds + " s; output:\n" + output());
+            throw new AssertionError("child JVM did not finish in " + timeoutSeconds + " s; output:\n" + output()
+                + "\nits threads:\n" + threads);
         }
         return process.exitValue();
+    }
+
+    // What a hung child was doing, from jstack beside this JVM's java.
+    private String threadDump() {
+        try {
+            Process jstack = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jstack").toString(),
+                Long.toString(process.pid())).redirectErrorStream(true).start();
+            String dump = new String(jstack.getInputStream().readAllBytes());
+            jstack.waitFor(30, TimeUnit.SECONDS);
+            return dump;
+        } catch (IOException | InterruptedException e) {
+            return "no thread dump: " + e;
+        }
     }
 
     /** Everything the child printed so far. */
