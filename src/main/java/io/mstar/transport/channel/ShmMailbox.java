@@ -24,7 +24,6 @@ import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
-import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,12 +52,8 @@ import java.util.function.ToIntFunction;
 
 /**
  * A mailbox per receiving entity: an Agrona {@link ManyToOneRingBuffer} in a shared-memory file named
- * {@code mstar_<ns>_mailbox_<entity>}, which the receiver creates and every sender maps read-write.
- *
- * <pre>
- *   file: | ring (RING_BYTES) | Agrona's trailer | u64 incarnation, then padding to 64 B |
- *   The receiver writes a random non-zero incarnation once the ring is ready; 0 means "starting".
- * </pre>
+ * {@code mstar_<ns>_mailbox_<entity>}, which the receiver creates and every sender maps read-write; the
+ * file's layout and its publication rules are in {@link MailboxDescriptor}.
  *
  * <h2>Liveness and restarts</h2>
  * The receiver holds its file's lock for its lifetime ({@link OwnedFile}). A process starting under the
@@ -77,7 +72,8 @@ import java.util.function.ToIntFunction;
  * </pre>
  * The ring buffer publishes a record by writing its positive length last (Agrona's rule). A sender
  * that dies between claiming and committing a record would block the ring: when the receiver sees no
- * progress past a pending record for {@value #UNBLOCK_AFTER_MS} ms, it calls
+ * progress past a pending record for {@value #UNBLOCK_AFTER_MS} ms, and a registered sender has died
+ * meanwhile (its writer slot's lock is free, {@link MailboxDescriptor}), it calls
  * {@link ManyToOneRingBuffer#unblock()}, which turns that record into padding.
  *
  * <p>Needs the JVM flag {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} on JDK 25 (Agrona
@@ -86,11 +82,6 @@ import java.util.function.ToIntFunction;
 public final class ShmMailbox implements TensorChannel {
     private static final Logger LOG = LoggerFactory.getLogger(ShmMailbox.class);
 
-    /** Bytes of the ring itself (a power of two); the file adds Agrona's trailer and the incarnation. */
-    public static final int RING_BYTES = 1 << 20;
-    static final int RING_FILE_BYTES = RING_BYTES + RingBufferDescriptor.TRAILER_LENGTH;
-    static final int INCARNATION_OFFSET = RING_FILE_BYTES;
-    static final int FILE_BYTES = INCARNATION_OFFSET + 64;
     static final long PEER_CHECK_INTERVAL_MS = 100;
     /** How long a new process waits for a mailbox at its name to be released before deciding its owner lives. */
     static final long TAKE_OVER_TIMEOUT_MS = 2000;
@@ -103,6 +94,7 @@ public final class ShmMailbox implements TensorChannel {
     private final Namespace namespace;
     private final String entity;
     private final MappedSegment file; // its lock is our liveness
+    private final int writersFd;      // a second open file of our mailbox, to see senders' slot locks
     private final Sweeper sweeper;
     private volatile TensorTransport producer; // told which consumer each descriptor batch went to
     private final ManyToOneRingBuffer inbox;
@@ -115,7 +107,7 @@ public final class ShmMailbox implements TensorChannel {
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
     // One message buffer per sending thread, as large as any peer's largest message: sends allocate none.
     private final ThreadLocal<ByteBuffer> messages =
-        ThreadLocal.withInitial(() -> ByteBuffer.allocate(RING_BYTES / 8).order(ByteOrder.LITTLE_ENDIAN));
+        ThreadLocal.withInitial(() -> ByteBuffer.allocate(MailboxDescriptor.RING_BYTES / 8).order(ByteOrder.LITTLE_ENDIAN));
     private long stuckSinceNs = -1;
     private final List<Message> polled = new ArrayList<>(); // copied out of the ring, then dispatched
     // Agrona reads and writes the rings through raw addresses, which nothing guards once unmapped: a
@@ -131,6 +123,7 @@ public final class ShmMailbox implements TensorChannel {
         final ManyToOneRingBuffer ring;
         final long incarnation;
         final int probeFd;
+        final int writerSlot; // -1 when every slot was taken
         final AtomicBoolean closed = new AtomicBoolean();
         volatile long nextCheckNs;
 
@@ -140,7 +133,22 @@ public final class ShmMailbox implements TensorChannel {
             this.ring = ring(file);
             this.incarnation = incarnation;
             this.probeFd = probeFd;
+            this.writerSlot = register(file, probeFd);
             this.nextCheckNs = System.nanoTime() + PEER_CHECK_INTERVAL_MS * 1_000_000L;
+        }
+
+        // Takes a free writer slot: the first one whose byte this open file can lock.
+        private static int register(MappedSegment file, int fd) {
+            for (int slot = 0; slot < MailboxDescriptor.WRITERS; slot++) {
+                long offset = MailboxDescriptor.writerSlotOffset(slot);
+                if (Posix.tryLockRange(fd, offset, 1, file.path())) {
+                    file.memory().set(ValueLayout.JAVA_BYTE, offset, (byte) 1);
+                    return slot;
+                }
+            }
+            LOG.warn("every writer slot of a mailbox is taken, writing unregistered: path={}, slots={}", file.path(),
+                MailboxDescriptor.WRITERS);
+            return -1;
         }
 
         /** What the producer is told the descriptors went to: this incarnation of the entity. */
@@ -156,9 +164,12 @@ public final class ShmMailbox implements TensorChannel {
         void close() {
             if (closed.compareAndSet(false, true)) {
                 try {
+                    if (writerSlot >= 0) {
+                        file.memory().set(ValueLayout.JAVA_BYTE, MailboxDescriptor.writerSlotOffset(writerSlot), (byte) 0);
+                    }
                     file.unmap();
                 } finally {
-                    Posix.close(probeFd, file.path());
+                    Posix.close(probeFd, file.path()); // drops the writer slot's lock
                 }
             }
         }
@@ -174,12 +185,13 @@ public final class ShmMailbox implements TensorChannel {
         this.file = file;
         this.sweeper = sweeper;
         this.inbox = ring(file);
+        this.writersFd = Posix.open(file.path(), Posix.O_RDWR | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
         long incarnation;
         do {
             incarnation = ThreadLocalRandom.current().nextLong();
         } while (incarnation == 0);
         VarHandle.releaseFence(); // the ring's initial state before the incarnation that says it is ready
-        file.memory().set(ValueLayout.JAVA_LONG, INCARNATION_OFFSET, incarnation);
+        file.memory().set(ValueLayout.JAVA_LONG, MailboxDescriptor.INCARNATION_OFFSET, incarnation);
     }
 
     /** As {@link #open(Path, Namespace, String, Duration)}, sweeping every {@link TransportConfig#RECLAIM_INTERVAL_DEFAULT}. */
@@ -220,7 +232,7 @@ public final class ShmMailbox implements TensorChannel {
         long deadline = System.nanoTime() + TAKE_OVER_TIMEOUT_MS * 1_000_000L;
         while (true) {
             try {
-                return MappedSegment.create(dir, name, FILE_BYTES);
+                return MappedSegment.create(dir, name, MailboxDescriptor.FILE_BYTES);
             } catch (NativeCallException e) {
                 if (e.errno() != Posix.EEXIST) {
                     throw e;
@@ -319,7 +331,7 @@ public final class ShmMailbox implements TensorChannel {
     }
 
     private static long readIncarnation(int fd, String path) {
-        byte[] bytes = Posix.pread(fd, 8, INCARNATION_OFFSET, path);
+        byte[] bytes = Posix.pread(fd, 8, MailboxDescriptor.INCARNATION_OFFSET, path);
         return bytes.length < 8 ? 0 : ByteBuffer.wrap(bytes).order(ByteOrder.nativeOrder()).getLong();
     }
 
@@ -463,7 +475,9 @@ public final class ShmMailbox implements TensorChannel {
         }
     }
 
-    // A record claimed and never committed (its writer died) leaves the producer position ahead for good.
+    // A record claimed and never committed leaves the producer position ahead for good when its writer died;
+    // a slow or frozen writer (GC, SIGSTOP) commits it later. Skip it only when a registered sender died
+    // while the ring was stuck: senders found dead before are cleared when the wait starts.
     private void unblockIfStuck() {
         if (inbox.producerPosition() == inbox.consumerPosition()) {
             stuckSinceNs = -1;
@@ -472,11 +486,26 @@ public final class ShmMailbox implements TensorChannel {
         long now = System.nanoTime();
         if (stuckSinceNs < 0) {
             stuckSinceNs = now;
-        } else if (now - stuckSinceNs > UNBLOCK_AFTER_MS * 1_000_000L && inbox.unblock()) {
+            clearDeadWriters();
+        } else if (now - stuckSinceNs > UNBLOCK_AFTER_MS * 1_000_000L && clearDeadWriters() > 0 && inbox.unblock()) {
             unblocks.incrementAndGet();
             stuckSinceNs = -1;
-            LOG.warn("mailbox unblocked a record its writer never committed (the writer died?): entity={}", entity);
+            LOG.warn("mailbox skipped a record its writer never committed (that writer died): entity={}", entity);
         }
+    }
+
+    // Clears the slots of registered senders that died (byte 1, nobody holds its lock); returns how many.
+    private int clearDeadWriters() {
+        int dead = 0;
+        for (int slot = 0; slot < MailboxDescriptor.WRITERS; slot++) {
+            long offset = MailboxDescriptor.writerSlotOffset(slot);
+            if (file.memory().get(ValueLayout.JAVA_BYTE, offset) != 0
+                && !Posix.rangeLockedByOther(writersFd, offset, 1, file.path())) {
+                file.memory().set(ValueLayout.JAVA_BYTE, offset, (byte) 0);
+                dead++;
+            }
+        }
+        return dead;
     }
 
     private void dispatch(int type, byte[] bytes, Listener listener) {
@@ -590,7 +619,7 @@ public final class ShmMailbox implements TensorChannel {
         for (int attempt = 0; ; attempt++) {
             MappedSegment peerFile;
             try {
-                peerFile = MappedSegment.openPeer(dir, name, FILE_BYTES, true);
+                peerFile = MappedSegment.openPeer(dir, name, MailboxDescriptor.FILE_BYTES, true);
             } catch (SegmentAccessException e) {
                 throw unavailable(peer, "has no mailbox (it is not running in this deployment, or it died): "
                     + e.getMessage());
@@ -598,8 +627,8 @@ public final class ShmMailbox implements TensorChannel {
             int fd = -1;
             boolean ok = false;
             try {
-                long incarnation = peerFile.memory().get(ValueLayout.JAVA_LONG, INCARNATION_OFFSET);
-                fd = Posix.open(peerFile.path(), Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
+                long incarnation = peerFile.memory().get(ValueLayout.JAVA_LONG, MailboxDescriptor.INCARNATION_OFFSET);
+                fd = Posix.open(peerFile.path(), Posix.O_RDWR | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
                 if (incarnation != 0 && readIncarnation(fd, peerFile.path()) == incarnation) {
                     if (probeUnlocked(fd, peerFile.path())) {
                         throw unavailable(peer, "died and has not come back (its mailbox is unowned)");
@@ -639,7 +668,7 @@ public final class ShmMailbox implements TensorChannel {
     }
 
     private static ManyToOneRingBuffer ring(MappedSegment file) {
-        return new ManyToOneRingBuffer(new UnsafeBuffer(file.memory().address(), RING_FILE_BYTES));
+        return new ManyToOneRingBuffer(new UnsafeBuffer(file.memory().address(), MailboxDescriptor.RING_FILE_BYTES));
     }
 
     /** Messages that could not be decoded or whose listener threw. */
@@ -679,6 +708,7 @@ public final class ShmMailbox implements TensorChannel {
                 p.close();
             }
             try {
+                Posix.close(writersFd, file.path());
                 file.close();
             } finally {
                 sweeper.leave();

@@ -1,0 +1,45 @@
+package io.mstar.transport.channel;
+
+import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
+
+/**
+ * The layout of a mailbox file, which its receiver creates and every sender maps read-write.
+ *
+ * <pre>
+ *   0                    RING_BYTES          RING_FILE_BYTES          WRITERS_OFFSET             FILE_BYTES
+ *   +--------------------+-------------------+------------------------+--------------------------+
+ *   | Agrona ring buffer | Agrona's trailer  | u64 incarnation, pad   | WRITERS writer slots,    |
+ *   | (records)          | (positions)       | to 64 bytes            | one byte each            |
+ *   +--------------------+-------------------+------------------------+--------------------------+
+ * </pre>
+ *
+ * <ul>
+ *   <li>The receiver writes its random non-zero incarnation last, once the ring is ready; a sender that
+ *       reads 0 treats the mailbox as starting. A process restarted under the same entity makes a new
+ *       file with a new incarnation.</li>
+ *   <li>A sender registers before its first write: it takes an open-file-description write lock on one
+ *       writer slot's byte (free slots are the ones it can lock) and sets the byte to 1; it clears the
+ *       byte and drops the lock when it unmaps. The kernel drops the lock when the sender dies, so a slot
+ *       that reads 1 and that nobody locks belongs to a dead sender. Only then may the receiver skip a
+ *       record that was claimed and never committed: a slow or frozen sender keeps its records.</li>
+ * </ul>
+ */
+final class MailboxDescriptor {
+    /** Bytes of the ring itself (a power of two). */
+    static final int RING_BYTES = 1 << 20;
+    /** What Agrona's ring buffer spans: the ring and its trailer. */
+    static final int RING_FILE_BYTES = RING_BYTES + RingBufferDescriptor.TRAILER_LENGTH;
+    static final int INCARNATION_OFFSET = RING_FILE_BYTES;
+    static final int WRITERS_OFFSET = INCARNATION_OFFSET + 64;
+    /** Senders that can register at once; past that a sender writes unregistered (and says so once). */
+    static final int WRITERS = 1024;
+    static final int FILE_BYTES = WRITERS_OFFSET + WRITERS;
+
+    private MailboxDescriptor() {
+    }
+
+    static long writerSlotOffset(int slot) {
+        assert slot >= 0 && slot < WRITERS : "writer slot out of range: " + slot;
+        return WRITERS_OFFSET + slot;
+    }
+}
