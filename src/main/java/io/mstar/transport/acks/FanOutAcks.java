@@ -1,11 +1,14 @@
 package io.mstar.transport.acks;
 
+import io.mstar.transport.TensorDescriptor;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
 
 /**
  * Tensors sent to named consumers (fan-out), each waiting for all of them: a tensor's slot may be freed
@@ -66,7 +69,7 @@ public final class FanOutAcks {
      *
      * @throws IllegalArgumentException naming what is wrong
      */
-    public static String[] checkConsumers(List<String> consumers) {
+    private static String[] checkConsumers(List<String> consumers) {
         String[] names = consumers.toArray(String[]::new);
         if (names.length == 0 || names.length > MAX_CONSUMERS || consumers.stream().distinct().count() != names.length) {
             throw new IllegalArgumentException("a fan-out send names 1 to " + MAX_CONSUMERS + " distinct consumers:"
@@ -75,8 +78,19 @@ public final class FanOutAcks {
         return names;
     }
 
+    /**
+     * A fan-out send: checks {@code consumers}, sends through {@code send}, and registers every tensor
+     * before its descriptor can leave, so no ACK can come first.
+     */
+    public List<TensorDescriptor> send(List<String> consumers, Supplier<List<TensorDescriptor>> send) {
+        String[] names = checkConsumers(consumers);
+        List<TensorDescriptor> sent = send.get();
+        sent.forEach(d -> expect(d.uuid(), names));
+        return sent;
+    }
+
     /** Registers a tensor before its descriptor leaves, so no ACK can come first. */
-    public void expect(UUID uuid, String[] consumers) {
+    private void expect(UUID uuid, String[] consumers) {
         entries.put(uuid, new Entry(consumers));
     }
 

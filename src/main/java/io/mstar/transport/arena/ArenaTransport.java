@@ -192,10 +192,7 @@ public final class ArenaTransport implements TensorTransport {
 
     @Override
     public List<TensorDescriptor> send(String requestId, List<Tensor> tensors, List<String> consumers) {
-        String[] names = FanOutAcks.checkConsumers(consumers);
-        List<TensorDescriptor> sent = send(requestId, tensors);
-        sent.forEach(d -> fanOut.expect(d.uuid(), names)); // before any descriptor can leave
-        return sent;
+        return fanOut.send(consumers, () -> send(requestId, tensors));
     }
 
     private TensorDescriptor sendOne(String requestId, Tensor tensor, UUID uuid) {

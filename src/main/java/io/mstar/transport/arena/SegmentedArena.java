@@ -6,6 +6,7 @@ import io.mstar.transport.NativeCallException;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.Owner;
+import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.Sweeper;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
@@ -129,8 +130,17 @@ public final class SegmentedArena implements AutoCloseable {
         this.generations = new int[maxSegments];
         checkCeiling();
         this.sweeper = Sweeper.join(dir, reclaimInterval);
-        synchronized (this) {
-            grow(segmentBytes, false); // if the tmpfs cannot back it now, the first reserve tries again
+        boolean ok = false;
+        try {
+            synchronized (this) { // a stop that begins meanwhile closes the arena once this block is done
+                ShutdownCleanup.register(this);
+                grow(segmentBytes, false); // if the tmpfs cannot back it now, the first reserve tries again
+            }
+            ok = true;
+        } finally {
+            if (!ok) {
+                close();
+            }
         }
     }
 
@@ -354,6 +364,7 @@ public final class SegmentedArena implements AutoCloseable {
             return;
         }
         closed = true;
+        ShutdownCleanup.unregister(this);
         RuntimeException failure = null;
         for (int p = 0; p < positionsInUse; p++) {
             if (segments[p] != null) {

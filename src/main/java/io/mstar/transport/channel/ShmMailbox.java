@@ -210,19 +210,24 @@ public final class ShmMailbox implements TensorChannel {
         checkAgronaAccess();
         Sweeper sweeper = Sweeper.join(dir, reclaimInterval);
         MappedSegment file = null;
+        ShmMailbox mailbox = null;
         boolean ok = false;
         try {
             file = createMailboxFile(dir, ShmNames.mailbox(namespace, entity));
-            ShmMailbox mailbox = new ShmMailbox(dir, namespace, entity, file, sweeper);
-            ShutdownCleanup.register(mailbox);
+            mailbox = new ShmMailbox(dir, namespace, entity, file, sweeper);
+            ShutdownCleanup.register(mailbox); // refused once the JVM stops: then the file goes at once
             ok = true;
             return mailbox;
         } finally {
             if (!ok) {
-                if (file != null) {
-                    file.close();
+                if (mailbox != null) {
+                    mailbox.close(); // its file, its descriptors and its place in the sweep
+                } else {
+                    if (file != null) {
+                        file.close();
+                    }
+                    sweeper.leave();
                 }
-                sweeper.leave();
             }
         }
     }

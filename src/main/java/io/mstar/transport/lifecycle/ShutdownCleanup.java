@@ -17,11 +17,20 @@ public final class ShutdownCleanup {
     private static final Logger LOG = LoggerFactory.getLogger(ShutdownCleanup.class);
     private static final Set<AutoCloseable> OPEN = new LinkedHashSet<>();
     private static boolean hooked;
+    private static boolean stopping; // the hook has taken the list: nothing registered later would be closed
 
     private ShutdownCleanup() {
     }
 
+    /**
+     * Registers a resource to close at an orderly stop. Register before the resource creates its first file.
+     *
+     * @throws IllegalStateException when the JVM is already stopping: the caller closes what it opened
+     */
     public static synchronized void register(AutoCloseable resource) {
+        if (stopping) {
+            throw new IllegalStateException("the JVM is stopping: nothing new is opened in the shared-memory directory");
+        }
         if (!hooked) {
             Runtime.getRuntime().addShutdownHook(new Thread(ShutdownCleanup::closeAll, "mstar-shutdown-cleanup"));
             hooked = true;
@@ -36,6 +45,7 @@ public final class ShutdownCleanup {
     private static void closeAll() {
         List<AutoCloseable> open;
         synchronized (ShutdownCleanup.class) {
+            stopping = true;
             open = new ArrayList<>(OPEN);
             OPEN.clear();
         }

@@ -38,6 +38,12 @@ class DemoLifecycleTest {
         return demo;
     }
 
+    private String tree() throws java.io.IOException {
+        try (Stream<Path> files = Files.walk(shm.path())) {
+            return files.map(p -> shm.path().relativize(p).toString()).toList().toString();
+        }
+    }
+
     private boolean segmentExists() throws Exception {
         try (Stream<Path> files = Files.walk(shm.path())) {
             return files.anyMatch(p -> p.getFileName().toString().contains("_arena_producer_"));
@@ -61,17 +67,18 @@ class DemoLifecycleTest {
             assertTrue(exitMs <= 2000, "children exited " + exitMs + " ms after their parent died");
             demo.deleteLog();
             assertEquals(1, ShmTestDir.list(shm.path()).size(), "the dead demo's directory stays until a sweep");
+            String before = tree();
             List<Reclaimer.Removed> removed = Reclaimer.sweep(shm.path());
-            assertTrue(removed.stream().anyMatch(r -> r.name().startsWith("mstar-demo-")), removed.toString());
+            assertTrue(removed.stream().anyMatch(r -> r.name().startsWith("mstar-demo-")), removed + " of " + before);
             assertEquals(List.of(), ShmTestDir.list(shm.path()));
         }
     }
 
-    // Exited: gone, or a zombie that the orphans' new parent (pid 1 here) has not reaped yet.
+    // Exited: gone, or a zombie (every thread ended) that the orphans' new parent (pid 1 here) has not reaped yet.
     private static boolean exited(ProcessHandle process) {
         try {
-            String stat = Files.readString(Path.of("/proc/" + process.pid() + "/stat"));
-            return stat.substring(stat.lastIndexOf(')') + 2).startsWith("Z");
+            List<String> status = Files.readAllLines(Path.of("/proc/" + process.pid() + "/status"));
+            return status.contains("Threads:\t1") && status.stream().anyMatch(l -> l.startsWith("State:\tZ"));
         } catch (java.io.IOException e) {
             return true;
         }
