@@ -109,6 +109,7 @@ public final class ShmMailbox implements TensorChannel {
     private final ThreadLocal<ByteBuffer> messages =
         ThreadLocal.withInitial(() -> ByteBuffer.allocate(MailboxDescriptor.RING_BYTES / 8).order(ByteOrder.LITTLE_ENDIAN));
     private long stuckSinceNs = -1;
+    private long idleCheckNs = System.nanoTime();
     private final List<Message> polled = new ArrayList<>(); // copied out of the ring, then dispatched
     // Agrona reads and writes the rings through raw addresses, which nothing guards once unmapped: a
     // thread touches a ring only between enter() and exit(), and close() unmaps only when none does
@@ -481,36 +482,51 @@ public final class ShmMailbox implements TensorChannel {
     }
 
     // A record claimed and never committed leaves the producer position ahead for good when its writer died;
-    // a slow or frozen writer (GC, SIGSTOP) commits it later. Skip it only when a registered sender died
-    // while the ring was stuck: senders found dead before are cleared when the wait starts.
+    // a slow or frozen writer (GC, SIGSTOP) commits it later. Skip it only when a registered sender is dead.
+    // A sender that died while the ring was empty held no claim (a claim moves the producer position), so
+    // those are cleared while the ring is idle and never count against a slow one.
     private void unblockIfStuck() {
-        if (inbox.producerPosition() == inbox.consumerPosition()) {
+        long now = System.nanoTime();
+        long producerPosition = inbox.producerPosition();
+        if (producerPosition == inbox.consumerPosition()) {
             stuckSinceNs = -1;
+            if (now - idleCheckNs > UNBLOCK_AFTER_MS * 1_000_000L) {
+                idleCheckNs = now;
+                List<Integer> dead = deadWriters();
+                if (inbox.producerPosition() == producerPosition) { // still nothing claimed: they held nothing
+                    dead.forEach(this::clearWriter);
+                }
+            }
             return;
         }
-        long now = System.nanoTime();
         if (stuckSinceNs < 0) {
             stuckSinceNs = now;
-            clearDeadWriters();
-        } else if (now - stuckSinceNs > UNBLOCK_AFTER_MS * 1_000_000L && clearDeadWriters() > 0 && inbox.unblock()) {
-            unblocks.incrementAndGet();
-            stuckSinceNs = -1;
-            LOG.warn("mailbox skipped a record its writer never committed (that writer died): entity={}", entity);
+        } else if (now - stuckSinceNs > UNBLOCK_AFTER_MS * 1_000_000L) {
+            List<Integer> dead = deadWriters();
+            if (!dead.isEmpty() && inbox.unblock()) {
+                dead.forEach(this::clearWriter);
+                unblocks.incrementAndGet();
+                stuckSinceNs = -1;
+                LOG.warn("mailbox skipped a record its writer never committed (that writer died): entity={}", entity);
+            }
         }
     }
 
-    // Clears the slots of registered senders that died (byte 1, nobody holds its lock); returns how many.
-    private int clearDeadWriters() {
-        int dead = 0;
+    // Registered senders that died: their slot reads 1 and nobody holds its lock.
+    private List<Integer> deadWriters() {
+        List<Integer> dead = new ArrayList<>();
         for (int slot = 0; slot < MailboxDescriptor.WRITERS; slot++) {
             long offset = MailboxDescriptor.writerSlotOffset(slot);
             if (file.memory().get(ValueLayout.JAVA_BYTE, offset) != 0
                 && !Posix.rangeLockedByOther(writersFd, offset, 1, file.path())) {
-                file.memory().set(ValueLayout.JAVA_BYTE, offset, (byte) 0);
-                dead++;
+                dead.add(slot);
             }
         }
         return dead;
+    }
+
+    private void clearWriter(int slot) {
+        file.memory().set(ValueLayout.JAVA_BYTE, MailboxDescriptor.writerSlotOffset(slot), (byte) 0);
     }
 
     private void dispatch(int type, byte[] bytes, Listener listener) {

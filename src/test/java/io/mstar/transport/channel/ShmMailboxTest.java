@@ -145,6 +145,21 @@ class ShmMailboxTest {
             }
             assertEquals(List.of(descriptor(2)), inbox.descriptors);
             assertEquals(1, consumer.unblocks());
+
+            // A writer that dies right after its claim, before the receiver even saw the ring stuck.
+            int doomed = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
+            assertTrue(Posix.tryLockRange(doomed, slot, 1, raw.path()));
+            raw.memory().set(java.lang.foreign.ValueLayout.JAVA_BYTE, slot, (byte) 1);
+            assertTrue(ring.tryClaim(ShmMailbox.DESCRIPTORS, 100) >= 0);
+            Posix.close(doomed, raw.path());
+            producer.sendDescriptors("consumer", List.of(descriptor(3)));
+            long claimedAndDied = System.nanoTime();
+            while (inbox.descriptors.size() < 2) {
+                consumer.receive(inbox, Duration.ofSeconds(5));
+                assertTrue(System.nanoTime() - claimedAndDied < 10_000_000_000L, "the ring stayed blocked");
+            }
+            assertEquals(List.of(descriptor(2), descriptor(3)), inbox.descriptors);
+            assertEquals(2, consumer.unblocks());
         }
     }
 
