@@ -107,12 +107,13 @@ class OwnerLivenessTest {
         List<ChildJvm> live = new ArrayList<>(consumers);
         live.addAll(producers);
         signal("STOP", live);
+        awaitStopped(live);
         List<String> kept = new ArrayList<>();
         for (String name : ShmTestDir.list(shm.path())) {
             if (name.contains("_mailbox_") || name.contains("_stats_") || name.endsWith(".lock")) {
                 Files.delete(shm.path().resolve(name));
-            } else {
-                kept.add(name);
+            } else if (Reclaimer.isHeld(shm.path(), name)) {
+                kept.add(name); // owned; a file frozen between its creation and its owner's lock is not yet
             }
         }
         ChildJvm third = nodes.consumer(seam, "c", "consumer-c", 0);
@@ -182,6 +183,30 @@ class OwnerLivenessTest {
         String consumerOut = nodes.stop(consumer, "consumer", 0);
         assertTrue(consumerOut.contains(" corrupted=0 failed=0"), consumerOut);
         assertEquals(List.of(), ShmTestDir.list(shm.path()));
+    }
+
+    // SIGSTOP is delivered asynchronously: wait until every thread of every child is stopped.
+    private static void awaitStopped(List<ChildJvm> children) throws Exception {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        for (ChildJvm child : children) {
+            Path tasks = Path.of("/proc/" + child.process().pid() + "/task");
+            while (true) {
+                List<String> states = new ArrayList<>();
+                try (var threads = Files.list(tasks)) {
+                    for (Path task : threads.toList()) {
+                        String stat = Files.readString(task.resolve("stat"));
+                        states.add(stat.substring(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
+                    }
+                } catch (java.io.IOException e) {
+                    states.add("?"); // a thread ended meanwhile: look again
+                }
+                if (states.stream().allMatch(st -> st.equals("T") || st.equals("t"))) {
+                    break;
+                }
+                assertTrue(System.nanoTime() < deadline, "not stopped: " + states);
+                Thread.sleep(5);
+            }
+        }
     }
 
     private static void signal(String signal, List<ChildJvm> children) throws Exception {
