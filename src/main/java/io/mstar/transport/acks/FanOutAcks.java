@@ -142,16 +142,15 @@ public final class FanOutAcks {
 
     /**
      * Drops the shares of consumers that {@code alive} says are dead; returns the tensors whose last share
-     * went, which the caller frees. Each consumer key is asked once.
+     * went, which the caller frees. {@code alive} is asked per pending share: the caller caches its verdicts.
      */
     public List<UUID> dropDead(Predicate<String> alive) {
-        Map<String, Boolean> verdicts = new java.util.HashMap<>();
         List<UUID> freed = new ArrayList<>();
         for (Map.Entry<UUID, Entry> me : entries.entrySet()) {
             Entry e = me.getValue();
             synchronized (e) {
                 for (int i = 0; i < e.consumers.length; i++) {
-                    if ((e.pending & (1L << i)) != 0 && !verdicts.computeIfAbsent(e.keys[i], alive::test)) {
+                    if ((e.pending & (1L << i)) != 0 && !alive.test(e.keys[i])) {
                         e.pending &= ~(1L << i);
                     }
                 }

@@ -31,8 +31,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -44,6 +46,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Predicate;
 
 /**
  * The arena transport: a tensor lands once in a slot of this process's {@link SegmentedArena}, its
@@ -101,8 +104,8 @@ public final class ArenaTransport implements TensorTransport {
     private final AtomicLong ttlReclaims = new AtomicLong();
     private final AtomicLong deadConsumerReclaims = new AtomicLong();
     private final Map<UUID, String> consumerOf = new ConcurrentHashMap<>();
-    private volatile java.util.function.Predicate<String> consumerAlive;
-    private final java.util.Set<String> deadConsumersReported = ConcurrentHashMap.newKeySet();
+    private volatile Predicate<String> consumerAlive;
+    private final Set<String> deadConsumersReported = ConcurrentHashMap.newKeySet();
     private final AtomicLong tensorsReceived = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Object closing = new Object(); // a second close waits for the first to finish
@@ -533,7 +536,7 @@ public final class ArenaTransport implements TensorTransport {
     }
 
     @Override
-    public synchronized void consumerLiveness(java.util.function.Predicate<String> alive) {
+    public synchronized void consumerLiveness(Predicate<String> alive) {
         consumerAlive = alive;
         if (livenessChecks == null) {
             livenessChecks = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -548,12 +551,12 @@ public final class ArenaTransport implements TensorTransport {
 
     /** Frees the tensors sent to consumers that died before ACKing them; returns how many. */
     int reclaimFromDeadConsumers() {
-        java.util.function.Predicate<String> alive = consumerAlive;
+        Predicate<String> alive = consumerAlive;
         if (alive == null || closed.get() || (consumerOf.isEmpty() && fanOut.isEmpty())) {
             return 0;
         }
-        Map<String, Boolean> verdicts = new java.util.HashMap<>();
-        java.util.function.Predicate<String> aliveOnce = key -> verdicts.computeIfAbsent(key, alive::test);
+        Map<String, Boolean> verdicts = new HashMap<>();
+        Predicate<String> aliveOnce = key -> verdicts.computeIfAbsent(key, alive::test);
         int reclaimed = 0;
         for (Map.Entry<UUID, String> e : consumerOf.entrySet()) {
             if (!aliveOnce.test(e.getValue()) && consumerOf.remove(e.getKey(), e.getValue()) && releaseTensor(e.getKey())) {
