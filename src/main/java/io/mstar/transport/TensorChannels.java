@@ -1,7 +1,6 @@
 package io.mstar.transport;
 
 import io.mstar.transport.channel.ShmMailbox;
-import io.mstar.transport.lifecycle.Namespace;
 
 /** Builds the built-in channel. */
 public final class TensorChannels {
@@ -9,23 +8,23 @@ public final class TensorChannels {
     }
 
     /**
-     * Creates this entity's shared-memory mailbox in {@code config.shmDir()}, under the namespace of
-     * {@code endpoint}. Needs the JVM flag {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED}.
+     * Creates this entity's shared-memory mailbox in the deployment's directory. Needs the JVM flag
+     * {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED}.
+     *
+     * @throws EntityInUseException when a live process already runs as this entity
      */
-    public static TensorChannel mailbox(TransportConfig config, String endpoint, String entity) {
-        return ShmMailbox.open(config.shmDir(), Namespace.of(config.deploymentToken(), endpoint), entity,
-            config.reclaimInterval());
+    public static TensorChannel mailbox(Deployment deployment) {
+        return ShmMailbox.open(deployment);
     }
 
     /**
-     * As {@link #mailbox(TransportConfig, String, String)}, attached to this entity's transport: the
-     * transport learns which consumer each descriptor batch went to, and frees the tensors of a consumer
-     * that dies before ACKing them (checked every half second).
+     * As {@link #mailbox(Deployment)}, attached to this entity's transport: when the transport has
+     * {@link TensorTransport#consumerLiveness()}, it learns which consumer each descriptor batch went to and
+     * frees the tensors of a consumer that dies before ACKing them (checked every half second).
      */
-    public static TensorChannel mailbox(TransportConfig config, String endpoint, String entity, TensorTransport transport) {
-        ShmMailbox mailbox = ShmMailbox.open(config.shmDir(), Namespace.of(config.deploymentToken(), endpoint), entity,
-            config.reclaimInterval());
-        mailbox.attach(transport);
+    public static TensorChannel mailbox(Deployment deployment, TensorTransport transport) {
+        ShmMailbox mailbox = ShmMailbox.open(deployment);
+        transport.consumerLiveness().ifPresent(mailbox::attach);
         return mailbox;
     }
 }

@@ -1,8 +1,12 @@
 package io.mstar.transport;
 
+import io.mstar.transport.codec.DescriptorCodec;
+
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 
 /**
@@ -11,6 +15,10 @@ import java.util.UUID;
  * application's own); the consumer {@link #receive receives} them (zero-copy views) or
  * {@link #copyTo copies} them out, and ACKs their uuids back; the producer's {@link #ack} frees the
  * space.
+ *
+ * <p>What every transport does is here: send, receive, ACK, stats and close. What only some can do is a
+ * capability of its own that a caller asks for and gets or not: {@link #deviceTransfers()},
+ * {@link #consumerLiveness()}.
  *
  * <p>All methods are thread-safe: a sender thread and an ACK thread may share one transport.
  * Build one with {@link TensorTransports#create}.
@@ -43,7 +51,7 @@ public interface TensorTransport extends AutoCloseable {
      * @return the bytes written
      */
     default int sendInto(String requestId, Tensor tensor, MemorySegment out, long offset) {
-        return io.mstar.transport.codec.DescriptorCodec.encode(send(requestId, List.of(tensor)).getFirst(), out, offset);
+        return DescriptorCodec.encode(send(requestId, List.of(tensor)).getFirst(), out, offset);
     }
 
     /** ACKs one tensor by the two halves of its uuid; allocates nothing on the arena's path. */
@@ -63,7 +71,7 @@ public interface TensorTransport extends AutoCloseable {
      * exception is thrown; use {@link #receive(TensorDescriptor)} per tensor to keep the others.
      */
     default List<ReceivedTensor> receive(List<TensorDescriptor> descriptors) {
-        List<ReceivedTensor> opened = new java.util.ArrayList<>(descriptors.size());
+        List<ReceivedTensor> opened = new ArrayList<>(descriptors.size());
         try {
             for (TensorDescriptor d : descriptors) {
                 opened.add(receive(d));
@@ -83,67 +91,15 @@ public interface TensorTransport extends AutoCloseable {
     }
 
     /**
-     * Sends tensors that live in GPU memory: their device-to-host copies run on the transport's copy
-     * stream straight into the reserved slots, with one host wait for the whole batch (after one wait for
-     * the legacy default stream, whose writes the copies must see), and the descriptors are returned only
-     * after every copy has landed. A failure frees the batch's slots.
-     *
-     * @throws IllegalStateException when CUDA is not usable here (the message gives the probe's reason),
-     *                               or the transport does not support device tensors
-     */
-    default List<TensorDescriptor> sendFromDevice(String requestId, List<DeviceTensor> tensors) {
-        throw new IllegalStateException("device tensors need the arena transport (" + TransportConfig.ARENA + "=1)");
-    }
-
-    /**
      * Stages the tensors of many requests in one call (one batch of copies), returning each request's
      * descriptors and the placements as primitive columns. Host copies complete before it returns.
      */
     default StagedBatch stage(List<StagingRequest<Tensor>> requests) {
-        List<List<TensorDescriptor>> perRequest = new java.util.ArrayList<>(requests.size());
+        List<List<TensorDescriptor>> perRequest = new ArrayList<>(requests.size());
         for (StagingRequest<Tensor> r : requests) {
             perRequest.add(send(r.requestId(), r.tensors()));
         }
         return StagedBatch.of(perRequest);
-    }
-
-    /**
-     * Stages device tensors of many requests with one host wait for all their copies (where
-     * {@link #sendFromDevice} per request would wait once per request). Before copying, it waits once for
-     * the legacy default stream, so that what kernels wrote there is what is copied; a caller that has
-     * already synchronised its streams passes {@code sourcesSynchronized} to skip that wait.
-     *
-     * @throws IllegalStateException when CUDA is not usable here, or the transport does not support device tensors
-     */
-    default StagedBatch stageFromDevice(List<StagingRequest<DeviceTensor>> requests, boolean sourcesSynchronized) {
-        throw new IllegalStateException("device tensors need the arena transport (" + TransportConfig.ARENA + "=1)");
-    }
-
-    /**
-     * Copies a received tensor into device memory on the copy stream. The future completes when the copy
-     * has landed; ACK the tensor only then, since the producer reuses the slot after the ACK.
-     *
-     * @throws IllegalStateException when CUDA is not usable here, with the probe's reason
-     */
-    default java.util.concurrent.CompletableFuture<TensorDescriptor> copyToDevice(TensorDescriptor descriptor,
-                                                                                long devicePointer) {
-        throw new IllegalStateException("device tensors need the arena transport (" + TransportConfig.ARENA + "=1)");
-    }
-
-    /**
-     * Producer side: these tensors went to {@code consumer}. With a liveness check set
-     * ({@link #consumerLiveness}), the transport frees them if that consumer dies before ACKing. The
-     * built-in mailbox calls this on every descriptor batch it carries.
-     */
-    default void sentTo(String consumer, Collection<UUID> uuids) {
-    }
-
-    /**
-     * Producer side: how to tell whether a consumer is alive. Once set, tensors sent to a consumer that
-     * died are freed within about a second (the mailbox holds an exclusive lock on its file for its
-     * lifetime, which the kernel drops when the process dies).
-     */
-    default void consumerLiveness(java.util.function.Predicate<String> alive) {
     }
 
     /** Producer side: the consumer is done with these tensors. Unknown or repeated uuids are counted and ignored. */
@@ -163,6 +119,18 @@ public interface TensorTransport extends AutoCloseable {
      * stopping: peers keep the mappings they hold. Sending after this call creates new files.
      */
     void unlinkOwnedFiles();
+
+    /**
+     * The device path, when this transport has one: the arena's, to send tensors from GPU memory and copy
+     * received ones into it; empty for the file transport.
+     */
+    Optional<DeviceTransfers> deviceTransfers();
+
+    /**
+     * Freeing what was sent to consumers that die before ACKing, when this transport can: the arena's;
+     * empty for the file transport (whose files the TTL or a sweep after the producer's exit removes).
+     */
+    Optional<ConsumerLiveness> consumerLiveness();
 
     /** Unlinks and unmaps everything this transport owns and unmaps its peers' segments. Idempotent. */
     @Override

@@ -1,5 +1,6 @@
 package io.mstar.transport;
 
+import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -31,6 +32,11 @@ public abstract class TensorTransportContract {
 
     /** A transport for {@code entity} in the test's directory, of the implementation under test. */
     protected abstract TensorTransport create(String entity);
+
+    /** The deployment every transport of a contract test belongs to, for {@code entity}. */
+    protected Deployment deployment(String entity) {
+        return shm.deployment("contract", entity);
+    }
 
     protected TensorTransport open(String entity) {
         TensorTransport t = create(entity);
@@ -100,8 +106,7 @@ public abstract class TensorTransportContract {
         Tensor t = randomTensor(new SplittableRandom(12), DType.I32, 16, 16);
         MemorySegment buffer = MemorySegment.ofArray(new byte[1024]);
         int length = producer.sendInto("request-9", t, buffer, 100);
-        TensorDescriptor d = io.mstar.transport.codec.DescriptorCodec.decode(buffer, 100, length,
-            io.mstar.transport.lifecycle.Namespace.of(null, "contract"));
+        TensorDescriptor d = DescriptorCodec.decode(buffer, 100, length, deployment("consumer"));
         assertEquals("request-9", d.requestId());
         assertArrayEquals(t.shape(), d.shape());
         try (ReceivedTensor in = consumer.receive(d)) {

@@ -1,6 +1,9 @@
 package io.mstar.transport.acks;
 
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.metrics.TransportCounters;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -19,6 +22,7 @@ import java.util.function.Supplier;
  * never enters it, so the single-consumer path costs one {@code isEmpty()}.
  */
 public final class FanOutAcks {
+    private static final Logger LOG = LoggerFactory.getLogger(FanOutAcks.class);
     /** Most consumers one tensor may name. */
     public static final int MAX_CONSUMERS = 64;
     /**
@@ -28,7 +32,7 @@ public final class FanOutAcks {
     static final boolean FIRST_ACK_FREES = Boolean.getBoolean("mstar.test.fanOutFirstAckFrees");
 
     /** What one consumer's ACK did. */
-    public enum Outcome {
+    enum Outcome {
         /** the last share: free the tensor now */
         LAST,
         /** counted; other consumers still read it */
@@ -63,6 +67,12 @@ public final class FanOutAcks {
     }
 
     private final Map<UUID, Entry> entries = new ConcurrentHashMap<>();
+    private final TransportCounters counters;
+
+    /** @param counters where ACKs that do not count are counted ({@code ignoredAcks}) */
+    public FanOutAcks(TransportCounters counters) {
+        this.counters = counters;
+    }
 
     /**
      * Checks a send's consumer list: 1 to {@value #MAX_CONSUMERS} distinct names.
@@ -102,8 +112,38 @@ public final class FanOutAcks {
         return entries.containsKey(uuid);
     }
 
+    /**
+     * Whether {@code consumer}'s ACK frees the tensor now: yes for a tensor sent to one consumer and for the
+     * last share of a fan-out tensor; no while other consumers still read it, and no (counted in
+     * {@code ignoredAcks}) for a repeat or an ACK from a consumer that was not named.
+     */
+    public boolean frees(UUID uuid, String consumer) {
+        if (entries.isEmpty()) {
+            return true;
+        }
+        Outcome outcome = ack(uuid, consumer);
+        if (outcome == Outcome.REPEATED || outcome == Outcome.NOT_NAMED) {
+            counters.ignoredAck();
+            LOG.debug("ACK ignored ({}): consumer={}, uuid={}", outcome, consumer, uuid);
+            return false;
+        }
+        return outcome != Outcome.PENDING;
+    }
+
+    /**
+     * Whether an ACK that does not say which consumer sent it frees the tensor: not for a fan-out tensor
+     * (counted in {@code ignoredAcks}). Allocates nothing while no fan-out tensor is in flight.
+     */
+    public boolean freesUnattributed(long uuidMsb, long uuidLsb) {
+        if (entries.isEmpty() || !entries.containsKey(new UUID(uuidMsb, uuidLsb))) {
+            return true;
+        }
+        counters.ignoredAck();
+        return false;
+    }
+
     /** Counts {@code consumer}'s ACK; on {@link Outcome#LAST} the entry is gone and the caller frees the tensor. */
-    public Outcome ack(UUID uuid, String consumer) {
+    Outcome ack(UUID uuid, String consumer) {
         Entry e = entries.get(uuid);
         if (e == null) {
             return Outcome.UNKNOWN;

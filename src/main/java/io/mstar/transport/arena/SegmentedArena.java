@@ -3,6 +3,7 @@ package io.mstar.transport.arena;
 import io.mstar.transport.ArenaStats;
 import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.NativeCallException;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.Owner;
@@ -90,14 +91,16 @@ public final class SegmentedArena implements AutoCloseable {
     private long refusedFrees;
 
     /**
-     * Opens an arena with the sizes of {@code config} (no segment is created until the first reserve).
+     * Opens an arena with the sizes of the deployment's configuration; its first segment is made now.
      *
      * @throws ConfigurationException when one arena's ceiling exceeds the shared-memory file system
      */
-    public static SegmentedArena open(TransportConfig config, Namespace namespace, String entity) {
-        LOG.info("opening arena: entity={}, namespace={}, configuration={}", entity, namespace, config.describe());
-        return new SegmentedArena(Owner.create(config.shmDir(), namespace, entity), config.segmentBytes(),
-            config.maxSegments(), config.reclaimInterval());
+    public static SegmentedArena open(Deployment deployment) {
+        TransportConfig config = deployment.config();
+        LOG.info("opening arena: entity={}, namespace={}, configuration={}", deployment.entity(),
+            deployment.namespace(), config.describe());
+        return new SegmentedArena(Owner.of(deployment), config.segmentBytes(), config.maxSegments(),
+            config.reclaimInterval());
     }
 
     /** An arena of a new owner, sweeping its directory every {@link TransportConfig#RECLAIM_INTERVAL_DEFAULT}. */

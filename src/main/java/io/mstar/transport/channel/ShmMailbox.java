@@ -1,6 +1,8 @@
 package io.mstar.transport.channel;
 
 import io.mstar.transport.ConfigurationException;
+import io.mstar.transport.ConsumerLiveness;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.EntityInUseException;
 import io.mstar.transport.MstarTransportException;
@@ -9,7 +11,6 @@ import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.SegmentAccessException;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Namespace;
@@ -90,13 +91,14 @@ public final class ShmMailbox implements TensorChannel {
     static final long UNBLOCK_AFTER_MS = 1000;
     private static final long SEND_TIMEOUT_NS = 30_000_000_000L;
 
+    private final Deployment deployment; // the namespace descriptors are decoded against
     private final Path dir;
     private final Namespace namespace;
     private final String entity;
     private final MappedSegment file; // its lock is our liveness
     private final int writersFd;      // a second open file of our mailbox, to see senders' slot locks
     private final Sweeper sweeper;
-    private volatile TensorTransport producer; // told which consumer each descriptor batch went to
+    private volatile ConsumerLiveness producer; // told which consumer each descriptor batch went to
     private final ManyToOneRingBuffer inbox;
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
     private final Queue<Peer> retired = new ConcurrentLinkedQueue<>(); // unmapped once no thread is in a ring
@@ -179,10 +181,11 @@ public final class ShmMailbox implements TensorChannel {
     private record Message(int type, byte[] bytes) {
     }
 
-    private ShmMailbox(Path dir, Namespace namespace, String entity, MappedSegment file, Sweeper sweeper) {
-        this.dir = dir;
-        this.namespace = namespace;
-        this.entity = entity;
+    private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper) {
+        this.deployment = deployment;
+        this.dir = deployment.directory();
+        this.namespace = Namespace.of(deployment);
+        this.entity = deployment.entity();
         this.file = file;
         this.sweeper = sweeper;
         this.inbox = ring(file);
@@ -195,27 +198,23 @@ public final class ShmMailbox implements TensorChannel {
         file.memory().set(ValueLayout.JAVA_LONG, MailboxDescriptor.INCARNATION_OFFSET, incarnation);
     }
 
-    /** As {@link #open(Path, Namespace, String, Duration)}, sweeping every {@link TransportConfig#RECLAIM_INTERVAL_DEFAULT}. */
-    public static ShmMailbox open(Path dir, Namespace namespace, String entity) {
-        return open(dir, namespace, entity, TransportConfig.RECLAIM_INTERVAL_DEFAULT);
-    }
-
     /**
-     * Creates this entity's mailbox, taking the place of a dead process of the same entity.
+     * Creates the deployment entity's mailbox, taking the place of a dead process of the same entity; this
+     * process sweeps dead owners' files every {@value TransportConfig#RECLAIM_INTERVAL_S} ({@link Sweeper}).
      *
-     * @param reclaimInterval how often this process sweeps dead owners' files ({@link Sweeper})
      * @throws ConfigurationException when the JVM lacks the export Agrona needs
      * @throws EntityInUseException   when a live process already runs as this entity
      */
-    public static ShmMailbox open(Path dir, Namespace namespace, String entity, Duration reclaimInterval) {
+    public static ShmMailbox open(Deployment deployment) {
         checkAgronaAccess();
-        Sweeper sweeper = Sweeper.join(dir, reclaimInterval);
+        Path dir = deployment.directory();
+        Sweeper sweeper = Sweeper.join(dir, deployment.config().reclaimInterval());
         MappedSegment file = null;
         ShmMailbox mailbox = null;
         boolean ok = false;
         try {
-            file = createMailboxFile(dir, ShmNames.mailbox(namespace, entity));
-            mailbox = new ShmMailbox(dir, namespace, entity, file, sweeper);
+            file = createMailboxFile(dir, ShmNames.mailbox(Namespace.of(deployment), deployment.entity()));
+            mailbox = new ShmMailbox(deployment, file, sweeper);
             ShutdownCleanup.register(mailbox); // refused once the JVM stops: then the file goes at once
             ok = true;
             return mailbox;
@@ -275,12 +274,12 @@ public final class ShmMailbox implements TensorChannel {
 
     /**
      * Attaches the transport this entity produces with: each descriptor batch sent through the mailbox is
-     * reported to it ({@link TensorTransport#sentTo}), and it learns to check consumers' liveness, so it
-     * frees what it sent to a consumer that died.
+     * reported to it ({@link ConsumerLiveness#sentTo}), and it checks consumers' liveness with this mailbox,
+     * so it frees what it sent to a consumer that died.
      */
-    public void attach(TensorTransport transport) {
+    public void attach(ConsumerLiveness transport) {
         this.producer = transport;
-        transport.consumerLiveness(this::isAlive);
+        transport.watch(this::isAlive);
     }
 
     /**
@@ -359,7 +358,7 @@ public final class ShmMailbox implements TensorChannel {
         String delivered = sendBatched(toEntity, DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
             (message, d) -> message.position(message.position()
                 + DescriptorCodec.encode(d, MemorySegment.ofArray(message.array()), message.position())));
-        TensorTransport attached = producer;
+        ConsumerLiveness attached = producer;
         if (attached != null) {
             attached.sentTo(delivered, descriptors.stream().map(TensorDescriptor::uuid).toList());
         }
@@ -557,7 +556,7 @@ public final class ShmMailbox implements TensorChannel {
             List<TensorDescriptor> descriptors = new ArrayList<>(count);
             for (int i = 0; i < count; i++) {
                 int length = DescriptorCodec.recordLength(records, p, bytes.length - p);
-                descriptors.add(DescriptorCodec.decode(records, p, length, namespace));
+                descriptors.add(DescriptorCodec.decode(records, p, length, deployment));
                 p += length;
             }
             if (p != bytes.length) {

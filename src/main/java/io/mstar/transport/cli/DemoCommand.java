@@ -1,6 +1,7 @@
 package io.mstar.transport.cli;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
@@ -207,11 +208,11 @@ final class DemoCommand {
     /** The consumer: reads each tensor in place, checks its stamp, ACKs it; stops on a zero-length batch marker. */
     static int consumer(String[] args) throws InterruptedException {
         ParentWatch.exitWhenParentDies();
-        TransportConfig config = childConfig(args[0], "arena"); // reads arena slots and files alike
+        Deployment deployment = Deployment.of(childConfig(args[0], "arena"), ENDPOINT, "consumer"); // reads slots and files alike
         AtomicLong bad = new AtomicLong();
         AtomicLong done = new AtomicLong();
-        try (TensorTransport transport = TensorTransports.create(config, ENDPOINT, "consumer", false);
-             TensorChannel mailbox = TensorChannels.mailbox(config, ENDPOINT, "consumer")) {
+        try (TensorTransport transport = TensorTransports.create(deployment, false);
+             TensorChannel mailbox = TensorChannels.mailbox(deployment)) {
             TensorChannel.Listener listener = new TensorChannel.Listener() {
                 @Override
                 public void descriptors(String from, List<TensorDescriptor> batch) {
@@ -256,14 +257,14 @@ final class DemoCommand {
         long durationNs = (long) (Double.parseDouble(args[2]) * 1e9);
         int maxBatch = Integer.parseInt(args[3]);
 
-        TransportConfig config = childConfig(args[0], mode);
+        Deployment deployment = Deployment.of(childConfig(args[0], mode), ENDPOINT, "producer");
         Map<UUID, Long> sentAt = new ConcurrentHashMap<>();
         java.util.concurrent.atomic.AtomicReference<Semaphore> window = new java.util.concurrent.atomic.AtomicReference<>();
         long[] latencies = new long[1 << 20];
         AtomicLong latencyCount = new AtomicLong();
         try (Arena scratch = Arena.ofConfined();
-             TensorTransport transport = TensorTransports.create(config, ENDPOINT, "producer", false);
-             ShmMailbox mailbox = (ShmMailbox) TensorChannels.mailbox(config, ENDPOINT, "producer")) {
+             TensorTransport transport = TensorTransports.create(deployment, false);
+             ShmMailbox mailbox = (ShmMailbox) TensorChannels.mailbox(deployment)) {
             Thread acker = Thread.ofPlatform().daemon().start(() -> {
                 TensorChannel.Listener listener = new TensorChannel.Listener() {
                     @Override

@@ -1,6 +1,7 @@
 package io.mstar.transport.cli;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
@@ -55,10 +56,12 @@ final class SelfTestCommand {
         byte[] bytes = new byte[BYTES];
         new SplittableRandom(7).nextBytes(bytes);
         Tensor tensor = Tensor.of(DType.U8, MemorySegment.ofArray(bytes), BYTES);
-        try (TensorTransport producer = TensorTransports.create(config, endpoint, "producer", false);
-             TensorChannel producerBox = TensorChannels.mailbox(config, endpoint, "producer", producer);
-             TensorTransport consumer = TensorTransports.create(config, endpoint, "consumer", false);
-             TensorChannel consumerBox = TensorChannels.mailbox(config, endpoint, "consumer")) {
+        Deployment producerSide = Deployment.of(config, endpoint, "producer");
+        Deployment consumerSide = producerSide.withEntity("consumer");
+        try (TensorTransport producer = TensorTransports.create(producerSide, false);
+             TensorChannel producerBox = TensorChannels.mailbox(producerSide, producer);
+             TensorTransport consumer = TensorTransports.create(consumerSide, false);
+             TensorChannel consumerBox = TensorChannels.mailbox(consumerSide)) {
             producerBox.sendDescriptors("consumer", producer.send("selftest", List.of(tensor)));
             AtomicReference<String> verdict = new AtomicReference<>("no descriptor arrived");
             consumerBox.receive(new Receiver() {

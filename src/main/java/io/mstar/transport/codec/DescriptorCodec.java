@@ -1,11 +1,12 @@
 package io.mstar.transport.codec;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.Placement;
 import io.mstar.transport.Shaped;
+import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.ShmNames;
 
 import java.lang.foreign.MemorySegment;
@@ -45,7 +46,7 @@ public final class DescriptorCodec {
 
     public static final int MAGIC = 0x4454534D; // "MSTD" read little-endian
     public static final short VERSION = 1;
-    public static final int MAX_RANK = 8;
+    public static final int MAX_RANK = Tensor.MAX_RANK;
     public static final int MAX_REQUEST_ID_BYTES = 256;
     /** Largest encoded record: header, shape and three maximal strings. */
     public static final int MAX_RECORD_BYTES = 48 + 8 * MAX_RANK + 3 * (2 + 256);
@@ -138,9 +139,14 @@ public final class DescriptorCodec {
         return length;
     }
 
-    /** Decodes and validates one record that fills {@code src} exactly. */
-    public static TensorDescriptor decode(byte[] src, Namespace namespace) {
-        return decode(MemorySegment.ofArray(src), 0, src.length, namespace);
+    /**
+     * Decodes and validates one record that fills {@code src} exactly, for a process of {@code deployment}:
+     * the file it names must be one of that deployment's.
+     *
+     * @throws DescriptorFormatException naming the first field that fails
+     */
+    public static TensorDescriptor decode(byte[] src, Deployment deployment) {
+        return decode(MemorySegment.ofArray(src), 0, src.length, deployment);
     }
 
     /** The length a record at {@code offset} declares, for walking a batch; validated against {@code available}. */
@@ -161,7 +167,8 @@ public final class DescriptorCodec {
      *
      * @throws DescriptorFormatException naming the first field that fails
      */
-    public static TensorDescriptor decode(MemorySegment src, long offset, long length, Namespace namespace) {
+    public static TensorDescriptor decode(MemorySegment src, long offset, long length, Deployment deployment) {
+        String namespace = deployment.namespace();
         if (length < SHAPE_OFFSET || offset < 0 || offset + length > src.byteSize()) {
             throw new DescriptorFormatException("length", "truncated: " + length + " bytes, header needs " + SHAPE_OFFSET);
         }

@@ -1,5 +1,7 @@
 package io.mstar.transport.lifecycle;
 
+import io.mstar.transport.Deployment;
+
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -43,6 +45,11 @@ public record Namespace(String id) {
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-1 is required of every JDK", e);
         }
+    }
+
+    /** The namespace of a deployment built by the public API. */
+    public static Namespace of(Deployment deployment) {
+        return new Namespace(deployment.namespace());
     }
 
     @Override

@@ -1,9 +1,12 @@
 package io.mstar.transport.lifecycle;
 
+import io.mstar.transport.Deployment;
+
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * One owner of files in the shared-memory directory: a transport of one process, whose segments, spill
@@ -27,11 +30,22 @@ public record Owner(Path dir, Namespace namespace, String entity, String nonce) 
         return new Owner(dir, namespace, entity, newNonce());
     }
 
+    /** A new owner for a process of the deployment. */
+    public static Owner of(Deployment deployment) {
+        return create(deployment.directory(), Namespace.of(deployment), deployment.entity());
+    }
+
     /** 8 random hex digits. */
     public static String newNonce() {
         byte[] random = new byte[4];
         RANDOM.nextBytes(random);
         return HexFormat.of().formatHex(random);
+    }
+
+    /** A random uuid for a tensor; ThreadLocalRandom avoids SecureRandom's cost and lock on the hot path. */
+    public static UUID newUuid() {
+        ThreadLocalRandom r = ThreadLocalRandom.current();
+        return new UUID(r.nextLong(), r.nextLong());
     }
 
     public String segmentName(int index) {

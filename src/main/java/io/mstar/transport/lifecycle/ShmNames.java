@@ -24,6 +24,8 @@ public final class ShmNames {
     private ShmNames() {
     }
 
+    /** What every name of the library starts with. */
+    public static final String PREFIX = "mstar_";
     private static final String ENTITY_CHARS = "[A-Za-z0-9_.-]{1,64}";
 
     /**
@@ -34,15 +36,15 @@ public final class ShmNames {
     public static final Pattern ENTITY = Pattern.compile(ENTITY_CHARS);
     /** Any segment name, of any namespace: groups namespace, entity, nonce, index. */
     public static final Pattern SEGMENT =
-        Pattern.compile("mstar_([0-9a-f]{16})_arena_(" + ENTITY_CHARS + ")_([0-9a-f]{8})_([0-9]{1,10})");
+        Pattern.compile(PREFIX + "([0-9a-f]{16})_arena_(" + ENTITY_CHARS + ")_([0-9a-f]{8})_([0-9]{1,10})");
     /** Any spill file name, of any namespace: groups namespace, entity, nonce, uuid. */
     public static final Pattern SPILL =
-        Pattern.compile("mstar_([0-9a-f]{16})_spill_(" + ENTITY_CHARS + ")_([0-9a-f]{8})_([0-9a-f]{32})");
+        Pattern.compile(PREFIX + "([0-9a-f]{16})_spill_(" + ENTITY_CHARS + ")_([0-9a-f]{8})_([0-9a-f]{32})");
     /** Any stats file name ({@link StatsFile}), of any namespace: groups namespace, entity, nonce, and the next-snapshot suffix. */
     public static final Pattern STATS =
-        Pattern.compile("mstar_([0-9a-f]{16})_stats_(" + ENTITY_CHARS + ")_([0-9a-f]{8})(\\.next)?");
+        Pattern.compile(PREFIX + "([0-9a-f]{16})_stats_(" + ENTITY_CHARS + ")_([0-9a-f]{8})(\\.next)?");
     /** Any mailbox name, of any namespace: groups namespace, entity. */
-    public static final Pattern MAILBOX = Pattern.compile("mstar_([0-9a-f]{16})_mailbox_(" + ENTITY_CHARS + ")");
+    public static final Pattern MAILBOX = Pattern.compile(PREFIX + "([0-9a-f]{16})_mailbox_(" + ENTITY_CHARS + ")");
     /** A working directory of the demo command. */
     public static final Pattern DEMO_DIR = Pattern.compile("mstar-demo-([0-9a-f]{8})");
 
@@ -66,7 +68,7 @@ public final class ShmNames {
 
     /** Parses one of the library's file names, or returns null. */
     public static Parsed parse(String name) {
-        if (!name.startsWith("mstar_")) {
+        if (!name.startsWith(PREFIX)) {
             return null;
         }
         for (Kind kind : Kind.values()) {
@@ -89,28 +91,29 @@ public final class ShmNames {
 
     /** The mailbox of the entity that receives descriptors and ACKs through it. */
     public static String mailbox(Namespace ns, String entity) {
-        return "mstar_" + ns.id() + "_mailbox_" + checkEntity(entity);
+        return PREFIX + ns.id() + "_mailbox_" + checkEntity(entity);
     }
 
     /** The name of the spill file of one tensor of owner {@code nonce}. */
     public static String spill(Namespace ns, String entity, String nonce, UUID uuid) {
-        return "mstar_" + ns.id() + "_spill_" + checkEntity(entity) + "_" + nonce + "_"
+        return PREFIX + ns.id() + "_spill_" + checkEntity(entity) + "_" + nonce + "_"
             + uuid.toString().replace("-", "");
     }
 
     /** The name of segment {@code index} of owner {@code nonce}. */
     public static String segment(Namespace ns, String entity, String nonce, int index) {
-        return "mstar_" + ns.id() + "_arena_" + checkEntity(entity) + "_" + nonce + "_" + index;
+        return PREFIX + ns.id() + "_arena_" + checkEntity(entity) + "_" + nonce + "_" + index;
     }
 
     /** The name of the stats file of owner {@code nonce}. */
     public static String stats(Namespace ns, String entity, String nonce) {
-        return "mstar_" + ns.id() + "_stats_" + checkEntity(entity) + "_" + nonce;
+        return PREFIX + ns.id() + "_stats_" + checkEntity(entity) + "_" + nonce;
     }
 
-    /** Whether {@code name} is a segment ({@code spill == false}) or spill file of namespace {@code ns}. */
-    public static boolean isOurs(Namespace ns, String name, boolean spill) {
-        return name.startsWith(ns.id(), 6) && matchesCached(spill ? SPILL : SEGMENT, spill ? SPILL_NAMES : SEGMENT_NAMES, name);
+    /** Whether {@code name} is a segment ({@code spill == false}) or spill file of namespace {@code ns} (its id). */
+    public static boolean isOurs(String ns, String name, boolean spill) {
+        return name.startsWith(PREFIX) && name.startsWith(ns, PREFIX.length())
+            && matchesCached(spill ? SPILL : SEGMENT, spill ? SPILL_NAMES : SEGMENT_NAMES, name);
     }
 
     /** Whether {@code name} is a valid entity name. */

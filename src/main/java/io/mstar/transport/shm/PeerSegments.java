@@ -19,7 +19,7 @@ public final class PeerSegments implements AutoCloseable {
     private static final long SWEEP_INTERVAL_NS = 1_000_000_000L;
 
     private final Path dir;
-    private final MappingListener listener;
+    private MappingListener listener = MappingListener.NONE;
     private final Map<String, Peer> peers = new HashMap<>();
     private long nextSweepNs = System.nanoTime() + SWEEP_INTERVAL_NS;
     private boolean closed;
@@ -33,9 +33,8 @@ public final class PeerSegments implements AutoCloseable {
         }
     }
 
-    public PeerSegments(Path dir, MappingListener listener) {
+    public PeerSegments(Path dir) {
         this.dir = dir;
-        this.listener = listener;
     }
 
     /**
@@ -86,9 +85,13 @@ public final class PeerSegments implements AutoCloseable {
         return dropped;
     }
 
-    /** Tells {@code other} of every segment mapped now (pinning switched on after the first receives). */
-    public synchronized void notifyMapped(MappingListener other) {
-        peers.values().forEach(p -> other.mapped(p.segment));
+    /**
+     * Tells {@code listener} of every segment mapped now and later, and before each is unmapped (the CUDA
+     * pinning hooks in here, possibly after the first receives).
+     */
+    public synchronized void mappingListener(MappingListener listener) {
+        this.listener = listener;
+        peers.values().forEach(p -> listener.mapped(p.segment));
     }
 
     /** Segments mapped now. */

@@ -1,6 +1,6 @@
 package io.mstar.transport.channel;
 
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.testing.ShmTestDir;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -22,11 +22,10 @@ public final class MailboxCloseRace {
     public static void main(String[] args) throws Exception {
         Path dir = Path.of(args[0]);
         int rounds = Integer.parseInt(args[1]);
-        Namespace ns = Namespace.of(null, "close-race");
         List<UUID> acks = List.of(new UUID(1, 2), new UUID(3, 4));
         for (int round = 0; round < rounds; round++) {
-            ShmMailbox receiver = ShmMailbox.open(dir, ns, "receiver");
-            ShmMailbox sender = ShmMailbox.open(dir, ns, "sender");
+            ShmMailbox receiver = ShmMailbox.open(ShmTestDir.deployment(dir, "close-race", "receiver"));
+            ShmMailbox sender = ShmMailbox.open(ShmTestDir.deployment(dir, "close-race", "sender"));
             List<Throwable> unexpected = new ArrayList<>();
             List<Thread> threads = new ArrayList<>();
             threads.add(Thread.ofPlatform().start(() -> run(unexpected,

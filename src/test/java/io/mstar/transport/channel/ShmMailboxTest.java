@@ -68,8 +68,8 @@ class ShmMailboxTest {
 
     @Test
     void carriesDescriptorBatchesAndAcksBothWays() {
-        try (ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer");
-             ShmMailbox consumer = ShmMailbox.open(shm.path(), NS, "consumer")) {
+        try (ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"));
+             ShmMailbox consumer = ShmMailbox.open(shm.deployment("mailbox-test", "consumer"))) {
             List<TensorDescriptor> batch = new ArrayList<>();
             for (int i = 0; i < 3000; i++) {
                 batch.add(descriptor(i)); // several ring messages' worth
@@ -95,8 +95,8 @@ class ShmMailboxTest {
 
     @Test
     void aHostileMessageIsCountedAndTheNextOneStillArrives() {
-        try (ShmMailbox consumer = ShmMailbox.open(shm.path(), NS, "consumer");
-             ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer");
+        try (ShmMailbox consumer = ShmMailbox.open(shm.deployment("mailbox-test", "consumer"));
+             ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"));
              MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
                  MailboxDescriptor.FILE_BYTES, true)) {
             ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(), MailboxDescriptor.RING_FILE_BYTES));
@@ -116,8 +116,8 @@ class ShmMailboxTest {
      */
     @Test
     void aRecordOfASlowWriterIsKeptAndOneOfADeadWriterIsSkipped() throws Exception {
-        try (ShmMailbox consumer = ShmMailbox.open(shm.path(), NS, "consumer");
-             ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer");
+        try (ShmMailbox consumer = ShmMailbox.open(shm.deployment("mailbox-test", "consumer"));
+             ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"));
              MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
                  MailboxDescriptor.FILE_BYTES, true)) {
             // A sender of its own, registered in a slot as ShmMailbox's senders are.
@@ -166,16 +166,16 @@ class ShmMailboxTest {
     /** In a process that already swept the directory at its start: the new mailbox takes the dead one's place. */
     @Test
     void aMailboxTakesThePlaceOfADeadOneAndRefusesALiveOne() throws Exception {
-        try (ShmMailbox first = ShmMailbox.open(shm.path(), NS, "first")) {
+        try (ShmMailbox first = ShmMailbox.open(shm.deployment("mailbox-test", "first"))) {
             // What a SIGKILLed predecessor leaves: its mailbox file, with nobody holding its lock.
             java.nio.file.Files.write(shm.path().resolve(ShmNames.mailbox(NS, "restarted")), new byte[MailboxDescriptor.FILE_BYTES]);
-            try (ShmMailbox restarted = ShmMailbox.open(shm.path(), NS, "restarted")) {
+            try (ShmMailbox restarted = ShmMailbox.open(shm.deployment("mailbox-test", "restarted"))) {
                 first.sendAcks("restarted", List.of(new UUID(1, 2)));
                 Inbox inbox = new Inbox();
                 drain(restarted, inbox, 1);
                 assertEquals(List.of(new UUID(1, 2)), inbox.acks);
             }
-            EntityInUseException e = assertThrows(EntityInUseException.class, () -> ShmMailbox.open(shm.path(), NS, "first"));
+            EntityInUseException e = assertThrows(EntityInUseException.class, () -> ShmMailbox.open(shm.deployment("mailbox-test", "first")));
             assertTrue(e.getMessage().contains(ShmNames.mailbox(NS, "first")), e.getMessage());
         }
     }
@@ -183,8 +183,8 @@ class ShmMailboxTest {
     /** A peer whose owner is gone (its lock dropped) is noticed within the check interval, ring full or not. */
     @Test
     void aSendToAPeerThatWentAwayFailsInsteadOfWritingIntoItsRing() throws Exception {
-        try (ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer")) {
-            ShmMailbox consumer = ShmMailbox.open(shm.path(), NS, "consumer");
+        try (ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"))) {
+            ShmMailbox consumer = ShmMailbox.open(shm.deployment("mailbox-test", "consumer"));
             producer.sendDescriptors("consumer", List.of(descriptor(1))); // maps the consumer's ring
             consumer.close();
             Thread.sleep(ShmMailbox.PEER_CHECK_INTERVAL_MS + 50);
@@ -197,7 +197,7 @@ class ShmMailboxTest {
 
     @Test
     void sendingToAnEntityWithoutMailboxSaysSo() {
-        try (ShmMailbox producer = ShmMailbox.open(shm.path(), NS, "producer")) {
+        try (ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"))) {
             PeerUnavailableException e = assertThrows(PeerUnavailableException.class,
                 () -> producer.sendAcks("nobody", List.of(UUID.randomUUID())));
             assertEquals("nobody", e.entity());

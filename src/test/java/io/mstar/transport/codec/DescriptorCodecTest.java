@@ -1,16 +1,19 @@
 package io.mstar.transport.codec;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.Placement;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.file.Path;
 import java.util.SplittableRandom;
 import java.util.UUID;
 import java.util.function.Consumer;
@@ -23,6 +26,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 class DescriptorCodecTest {
     private static final Namespace NS = Namespace.of(null, "codec-test");
     private static final Namespace OTHER = Namespace.of(null, "another-deployment");
+    /** A reader of the deployment {@link #NS} names. */
+    private static final Deployment READER = ShmTestDir.deployment(Path.of("/dev/shm"), "codec-test", "reader");
 
     static TensorDescriptor randomDescriptor(SplittableRandom r, Namespace ns) {
         DType dtype = DType.values()[r.nextInt(DType.values().length)];
@@ -56,7 +61,7 @@ class DescriptorCodecTest {
             long p = 0;
             for (TensorDescriptor expected : sent) {
                 int length = DescriptorCodec.recordLength(batch, p, used - p);
-                assertEquals(expected, DescriptorCodec.decode(batch, p, length, NS));
+                assertEquals(expected, DescriptorCodec.decode(batch, p, length, READER));
                 p += length;
             }
             assertEquals(used, p);
@@ -86,26 +91,26 @@ class DescriptorCodecTest {
         TensorDescriptor foreign = new TensorDescriptor(good.uuid(), "r", "producer-1", DType.F32, new long[] {2, 3},
             24, Placement.ARENA, ShmNames.segment(OTHER, "producer-1", "0a0b0c0d", 3), 512);
         assertEquals("fileName", assertThrows(DescriptorFormatException.class,
-            () -> DescriptorCodec.decode(DescriptorCodec.encode(foreign), NS)).field());
+            () -> DescriptorCodec.decode(DescriptorCodec.encode(foreign), READER)).field());
         for (String hostile : new String[] {"../../etc/passwd", "mstar_" + NS.id() + "_arena_p_0a0b0c0d_1/x",
             "/dev/shm/mstar_" + NS.id() + "_arena_p_0a0b0c0d_1", "mstar_" + NS.id() + "_arena_.._0a0b0c0d_1"}) {
             TensorDescriptor d = new TensorDescriptor(good.uuid(), "r", "p", DType.U8, new long[] {1}, 1,
                 Placement.ARENA, hostile, 0);
             DescriptorFormatException e = assertThrows(DescriptorFormatException.class,
-                () -> DescriptorCodec.decode(DescriptorCodec.encode(d), NS), hostile);
+                () -> DescriptorCodec.decode(DescriptorCodec.encode(d), READER), hostile);
             assertEquals("fileName", e.field());
         }
         TensorDescriptor wrongKind = new TensorDescriptor(good.uuid(), "r", "p", DType.U8, new long[] {1}, 1,
             Placement.SPILL, good.fileName(), 0);
         assertEquals("fileName", assertThrows(DescriptorFormatException.class,
-            () -> DescriptorCodec.decode(DescriptorCodec.encode(wrongKind), NS)).field());
+            () -> DescriptorCodec.decode(DescriptorCodec.encode(wrongKind), READER)).field());
     }
 
     private static void expectField(String field, TensorDescriptor d, Consumer<ByteBuffer> corrupt) {
         byte[] bytes = DescriptorCodec.encode(d);
         corrupt.accept(ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN));
         DescriptorFormatException e = assertThrows(DescriptorFormatException.class,
-            () -> DescriptorCodec.decode(bytes, NS));
+            () -> DescriptorCodec.decode(bytes, READER));
         assertEquals(field, e.field(), e.getMessage());
     }
 
@@ -143,8 +148,8 @@ class DescriptorCodecTest {
                 }
             }
             try {
-                TensorDescriptor d = DescriptorCodec.decode(input, NS);
-                assertEquals(d, DescriptorCodec.decode(DescriptorCodec.encode(d), NS));
+                TensorDescriptor d = DescriptorCodec.decode(input, READER);
+                assertEquals(d, DescriptorCodec.decode(DescriptorCodec.encode(d), READER));
                 decoded++;
             } catch (DescriptorFormatException e) {
                 assertTrue(e.field() != null && !e.field().isEmpty());

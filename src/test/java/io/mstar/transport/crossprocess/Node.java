@@ -2,6 +2,7 @@ package io.mstar.transport.crossprocess;
 
 import io.mstar.transport.CapacityException;
 import io.mstar.transport.DType;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.MstarTransportException;
 import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.ReceivedTensor;
@@ -88,8 +89,9 @@ public final class Node {
         AtomicLong lost = new AtomicLong();
         String lostFrom = override(args, 6, "NODE_TOLERATE_FAILED_FROM", "");
         long readDelayMs = Long.parseLong(override(args, 6, "NODE_READ_DELAY_MS", "0"));
-        try (TensorTransport transport = TensorTransports.create(config, args[2], entity, false);
-             TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity)) {
+        Deployment deployment = Deployment.of(config, args[2], entity);
+        try (TensorTransport transport = TensorTransports.create(deployment, false);
+             TensorChannel mailbox = TensorChannels.mailbox(deployment)) {
             System.out.println("READY " + entity + " " + System.currentTimeMillis());
             TensorChannel.Listener listener = new TensorChannel.Listener() {
                 @Override
@@ -151,8 +153,8 @@ public final class Node {
         long rejoinWaitS = Long.parseLong(override(args, 8, "NODE_REJOIN_WAIT_S", "0"));
         boolean fanOut = override(args, 8, "NODE_FANOUT", "0").equals("1");
         try (Arena scratch = Arena.ofConfined();
-             TensorTransport transport = TensorTransports.create(config, args[2], entity, false);
-             TensorChannel mailbox = TensorChannels.mailbox(config, args[2], entity, transport)) {
+             TensorTransport transport = TensorTransports.create(Deployment.of(config, args[2], entity), false);
+             TensorChannel mailbox = TensorChannels.mailbox(Deployment.of(config, args[2], entity), transport)) {
             // Random bytes, sliced at random offsets: every tensor gets different content.
             MemorySegment source = scratch.allocate(2 * maxBytes, 4096);
             for (long i = 0; i < source.byteSize(); i += 8) {

@@ -1,6 +1,7 @@
 package io.mstar.transport.cuda;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.DeviceTensor;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorChannels;
@@ -124,8 +125,8 @@ class GpuTest {
                 TransportConfig.ARENA, "1", TransportConfig.SEGMENT_MB, "64", TransportConfig.MAX_SEGMENTS, "8")::get);
             CudaRuntime cuda = CudaProbe.probe(config).runtime();
             try (CopyEngine engine = new CopyEngine(cuda);
-                 TensorTransport transport = TensorTransports.create(config, "gpu-test", role, false);
-                 TensorChannel mailbox = TensorChannels.mailbox(config, "gpu-test", role);
+                 TensorTransport transport = TensorTransports.create(Deployment.of(config, "gpu-test", role), false);
+                 TensorChannel mailbox = TensorChannels.mailbox(Deployment.of(config, "gpu-test", role));
                  Arena host = Arena.ofConfined()) {
                 long maxBytes = 32 << 20;
                 long device = cuda.malloc(maxBytes);
@@ -141,7 +142,7 @@ class GpuTest {
                         }
                         long expected = crc(staging.asSlice(0, size));
                         engine.hostToDevice(device, staging.address(), size).join();
-                        List<TensorDescriptor> d = transport.sendFromDevice(Long.toHexString(expected),
+                        List<TensorDescriptor> d = transport.deviceTransfers().orElseThrow().sendFromDevice(Long.toHexString(expected),
                             List.of(new DeviceTensor(DType.U8, new long[] {size}, device)));
                         mailbox.sendDescriptors("consumer", d);
                         pending.add(d.getFirst().uuid());
@@ -166,7 +167,7 @@ class GpuTest {
                             @Override
                             public void descriptors(String from, List<TensorDescriptor> batch) {
                                 for (TensorDescriptor d : batch) {
-                                    transport.copyToDevice(d, device).join();
+                                    transport.deviceTransfers().orElseThrow().copyToDevice(d, device).join();
                                     MemorySegment back = staging.asSlice(0, d.nbytes());
                                     engine.deviceToHost(new long[] {back.address()}, new long[] {device},
                                         new long[] {d.nbytes()}, true);

@@ -35,8 +35,8 @@ class HostileFilesTest {
     void everyFileTheLibraryCreatesIsOwnerOnly() throws Exception {
         TransportConfig config = TransportConfig.from(Map.of(TransportConfig.SHM_DIR, shm.path().toString())::get);
         try (ArenaTransport arena = new ArenaTransport(config, new SegmentedArena(shm.path(), NS, "p", 1 << 20, 1), false);
-             FileTransport files = new FileTransport(shm.path(), NS, "f");
-             ShmMailbox mailbox = ShmMailbox.open(shm.path(), NS, "m")) {
+             FileTransport files = FileTransport.open(shm.deployment("hostile", "f"));
+             ShmMailbox mailbox = ShmMailbox.open(shm.deployment("hostile", "m"))) {
             TensorDescriptor a = arena.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[10]), 10))).getFirst();
             TensorDescriptor s = files.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[10]), 10))).getFirst();
             List<String> created = ShmTestDir.list(shm.path());
@@ -57,7 +57,7 @@ class HostileFilesTest {
         // A link planted at the mailbox's name has no owner: it is removed (never followed) and the mailbox made.
         Path mailboxName = shm.path().resolve(ShmNames.mailbox(NS, "m"));
         Files.createSymbolicLink(mailboxName, victim);
-        try (ShmMailbox mailbox = ShmMailbox.open(shm.path(), NS, "m")) {
+        try (ShmMailbox mailbox = ShmMailbox.open(shm.deployment("hostile", "m"))) {
             assertTrue(!Files.isSymbolicLink(mailboxName) && Files.size(mailboxName) > 8, "our mailbox took the name");
         }
         assertEquals("precious", Files.readString(victim));

@@ -48,7 +48,7 @@ class NamespaceTest {
                 ShmNames.parse(ShmNames.stats(ns, entity, "0a1b2c3d") + ".next"), entity);
             assertEquals(new ShmNames.Parsed(ShmNames.Kind.MAILBOX, ns.id(), entity, "mailbox"),
                 ShmNames.parse(ShmNames.mailbox(ns, entity)), entity);
-            assertTrue(ShmNames.isOurs(ns, ShmNames.segment(ns, entity, "0a1b2c3d", 12), false), entity);
+            assertTrue(ShmNames.isOurs(ns.id(), ShmNames.segment(ns, entity, "0a1b2c3d", 12), false), entity);
         }
     }
 

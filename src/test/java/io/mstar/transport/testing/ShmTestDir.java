@@ -1,5 +1,7 @@
 package io.mstar.transport.testing;
 
+import io.mstar.transport.Deployment;
+import io.mstar.transport.TransportConfig;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -9,6 +11,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.fail;
@@ -24,6 +27,16 @@ public final class ShmTestDir implements BeforeEachCallback, AfterEachCallback {
 
     public Path path() {
         return dir;
+    }
+
+    /** A deployment (default configuration) whose files live in this directory. */
+    public Deployment deployment(String endpoint, String entity) {
+        return deployment(dir, endpoint, entity);
+    }
+
+    /** A deployment (default configuration) whose files live in {@code dir}. */
+    public static Deployment deployment(Path dir, String endpoint, String entity) {
+        return Deployment.of(TransportConfig.from(Map.of(TransportConfig.SHM_DIR, dir.toString())::get), endpoint, entity);
     }
 
     @Override

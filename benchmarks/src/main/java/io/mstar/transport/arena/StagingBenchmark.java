@@ -87,7 +87,7 @@ public class StagingBenchmark {
     @Benchmark
     public StagedBatch oneStagingCall() {
         StagedBatch staged = memory.equals("host") ? transport.stage(hostRequests)
-            : transport.stageFromDevice(deviceRequests, false);
+            : transport.deviceTransfers().orElseThrow().stageFromDevice(deviceRequests, false);
         staged.descriptors().forEach(this::ack);
         return staged;
     }
@@ -98,7 +98,7 @@ public class StagingBenchmark {
         for (int i = 0; i < REQUESTS; i++) {
             List<TensorDescriptor> sent = memory.equals("host")
                 ? transport.send(hostRequests.get(i).requestId(), hostRequests.get(i).tensors())
-                : transport.sendFromDevice(deviceRequests.get(i).requestId(), deviceRequests.get(i).tensors());
+                : transport.deviceTransfers().orElseThrow().sendFromDevice(deviceRequests.get(i).requestId(), deviceRequests.get(i).tensors());
             ack(sent);
             n += sent.size();
         }

@@ -1,7 +1,8 @@
-package io.mstar.transport.transport;
+package io.mstar.transport.arena;
 
 import io.mstar.transport.CapacityException;
 import io.mstar.transport.DType;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
@@ -10,8 +11,6 @@ import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
-import io.mstar.transport.arena.ArenaTransport;
-import io.mstar.transport.arena.SegmentedArena;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.spill.FileTransport;
 import io.mstar.transport.testing.ShmTestDir;
@@ -201,19 +200,19 @@ class ArenaTransportTest {
 
     @Test
     void factoryPicksTheTransportTheModeNames() {
-        try (TensorTransport file = TensorTransports.create(config(TransportConfig.ARENA, "0"), "ep", "a", false)) {
+        try (TensorTransport file = TensorTransports.create(Deployment.of(config(TransportConfig.ARENA, "0"), "ep", "a"), false)) {
             assertInstanceOf(FileTransport.class, file);
         }
-        try (TensorTransport arena = TensorTransports.create(config(TransportConfig.ARENA, "1"), "ep", "a", false)) {
+        try (TensorTransport arena = TensorTransports.create(Deployment.of(config(TransportConfig.ARENA, "1"), "ep", "a"), false)) {
             assertInstanceOf(ArenaTransport.class, arena);
         }
         // A ceiling far above the tmpfs: ARENA fails with the reason, AUTO falls back to files.
         String[] tooBig = {TransportConfig.SEGMENT_MB, "65536", TransportConfig.MAX_SEGMENTS, "4096"};
         String[] arenaMode = {TransportConfig.ARENA, "1", tooBig[0], tooBig[1], tooBig[2], tooBig[3]};
         assertThrows(io.mstar.transport.ConfigurationException.class,
-            () -> TensorTransports.create(config(arenaMode), "ep", "a", false));
+            () -> TensorTransports.create(Deployment.of(config(arenaMode), "ep", "a"), false));
         String[] autoMode = {TransportConfig.ARENA, "AUTO", tooBig[0], tooBig[1], tooBig[2], tooBig[3]};
-        try (TensorTransport auto = TensorTransports.create(config(autoMode), "ep", "a", false)) {
+        try (TensorTransport auto = TensorTransports.create(Deployment.of(config(autoMode), "ep", "a"), false)) {
             assertInstanceOf(FileTransport.class, auto);
         }
     }

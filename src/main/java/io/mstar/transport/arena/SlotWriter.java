@@ -1,0 +1,126 @@
+package io.mstar.transport.arena;
+
+import io.mstar.transport.DType;
+import io.mstar.transport.Placement;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.lifecycle.Owner;
+import io.mstar.transport.metrics.TransportCounters;
+import io.mstar.transport.spill.SpillStore;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * A tensor's way into one arena transport: a slot up the {@link CapacityLadder}, tracked in flight
+ * ({@link InFlightTensors}) before its bytes are written and its descriptor leaves; or, where the ladder
+ * says spill, a file of its own ({@link SpillStore}). The host sends copy here; the device path
+ * ({@link DevicePath}) reserves and describes through the same methods. Thread-safe.
+ */
+final class SlotWriter {
+    private final SegmentedArena arena;
+    private final CapacityLadder ladder;
+    private final InFlightTensors inFlight;
+    private final SpillStore spill;
+    private final TransportCounters counters;
+
+    SlotWriter(SegmentedArena arena, CapacityLadder ladder, InFlightTensors inFlight, SpillStore spill,
+               TransportCounters counters) {
+        this.arena = arena;
+        this.ladder = ladder;
+        this.inFlight = inFlight;
+        this.spill = spill;
+        this.counters = counters;
+    }
+
+    /** Sends a batch: all of it, or (on an exception) nothing of it stays reserved, so it can be sent again. */
+    List<TensorDescriptor> send(String requestId, List<Tensor> tensors) {
+        List<TensorDescriptor> sent = new ArrayList<>(tensors.size());
+        List<UUID> reserved = new ArrayList<>(tensors.size());
+        boolean ok = false;
+        try {
+            for (Tensor tensor : tensors) {
+                UUID uuid = Owner.newUuid();
+                reserved.add(uuid);
+                sent.add(send(requestId, tensor, uuid));
+            }
+            ok = true;
+            return sent;
+        } finally {
+            if (!ok) {
+                releaseAll(reserved);
+            }
+        }
+    }
+
+    private TensorDescriptor send(String requestId, Tensor tensor, UUID uuid) {
+        long slot = reserve(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), tensor.nbytes());
+        if (slot == SegmentedArena.FULL) {
+            return spill(requestId, tensor, uuid);
+        }
+        MemorySegment.copy(tensor.data(), 0, arena.segmentMemory(slot), SegmentedArena.offset(slot), tensor.nbytes());
+        return describe(uuid, requestId, tensor.dtype(), tensor.shape(), tensor.nbytes(), slot);
+    }
+
+    /** Sends one tensor and writes its descriptor's record at {@code offset} of {@code out}; allocates nothing. */
+    int sendInto(String requestId, Tensor tensor, MemorySegment out, long offset) {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        long msb = random.nextLong();
+        long lsb = random.nextLong();
+        long nbytes = tensor.nbytes();
+        long slot = reserve(msb, lsb, nbytes);
+        if (slot == SegmentedArena.FULL) {
+            return DescriptorCodec.encode(spill(requestId, tensor, new UUID(msb, lsb)), out, offset);
+        }
+        boolean ok = false;
+        try {
+            MemorySegment.copy(tensor.data(), 0, arena.segmentMemory(slot), SegmentedArena.offset(slot), nbytes);
+            int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), tensor.dtype(), tensor, nbytes,
+                Placement.ARENA, arena.segmentName(slot), SegmentedArena.offset(slot), out, offset);
+            counters.sent(nbytes);
+            ok = true;
+            return length;
+        } finally {
+            if (!ok) {
+                inFlight.release(msb, lsb, null);
+            }
+        }
+    }
+
+    /** A slot for the tensor, tracked in flight from now on; or {@link SegmentedArena#FULL}: spill it. */
+    long reserve(long msb, long lsb, long nbytes) {
+        long slot = ladder.reserve(nbytes);
+        if (slot != SegmentedArena.FULL) {
+            inFlight.track(msb, lsb, slot, nbytes);
+        }
+        return slot;
+    }
+
+    /** The address where the bytes of a reserved slot go (for native copies). */
+    long address(long slot) {
+        return arena.slotAddress(slot);
+    }
+
+    /** The descriptor of a tensor whose bytes have landed in its slot; counts it as sent. */
+    TensorDescriptor describe(UUID uuid, String requestId, DType dtype, long[] shape, long nbytes, long slot) {
+        counters.sent(nbytes);
+        return new TensorDescriptor(uuid, requestId, arena.entity(), dtype, shape, nbytes, Placement.ARENA,
+            arena.segmentName(slot), SegmentedArena.offset(slot));
+    }
+
+    /** Writes the tensor to a spill file of its own; counts it as spilled. */
+    TensorDescriptor spill(String requestId, Tensor tensor, UUID uuid) {
+        TensorDescriptor d = spill.write(requestId, tensor, uuid);
+        counters.spilled(tensor.nbytes());
+        return d;
+    }
+
+    /** Frees what a failed batch had reserved or written. */
+    void releaseAll(List<UUID> uuids) {
+        uuids.forEach(inFlight::release);
+    }
+}

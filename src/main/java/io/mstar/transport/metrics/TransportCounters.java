@@ -1,0 +1,80 @@
+package io.mstar.transport.metrics;
+
+import io.mstar.transport.ArenaStats;
+import io.mstar.transport.TransportStats;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The counters of one transport, each counted where its event happens and read together into a
+ * {@link TransportStats} snapshot. Thread-safe; counting allocates nothing.
+ */
+public final class TransportCounters {
+    private final AtomicLong tensorsSent = new AtomicLong();
+    private final AtomicLong bytesSent = new AtomicLong();
+    private final AtomicLong spills = new AtomicLong();
+    private final AtomicLong spillBytes = new AtomicLong();
+    private final AtomicLong waits = new AtomicLong();
+    private final AtomicLong waitNs = new AtomicLong();
+    private final AtomicLong acks = new AtomicLong();
+    private final AtomicLong unknownAcks = new AtomicLong();
+    private final AtomicLong ignoredAcks = new AtomicLong();
+    private final AtomicLong ttlReclaims = new AtomicLong();
+    private final AtomicLong deadConsumerReclaims = new AtomicLong();
+    private final AtomicLong tensorsReceived = new AtomicLong();
+
+    /** A tensor was sent, into the arena or a file of its own. */
+    public void sent(long nbytes) {
+        tensorsSent.incrementAndGet();
+        bytesSent.addAndGet(nbytes);
+    }
+
+    /** A tensor was sent to a spill file because the arena was full (also counted as sent). */
+    public void spilled(long nbytes) {
+        spills.incrementAndGet();
+        spillBytes.addAndGet(nbytes);
+        sent(nbytes);
+    }
+
+    /** A send waited for ACKs on a full arena. */
+    public void waited(long ns) {
+        waits.incrementAndGet();
+        waitNs.addAndGet(ns);
+    }
+
+    /** An ACK freed a tensor ({@code freed}) or named one not in flight. */
+    public void acked(boolean freed) {
+        (freed ? acks : unknownAcks).incrementAndGet();
+    }
+
+    /** An ACK of a fan-out tensor did not count. */
+    public void ignoredAck() {
+        ignoredAcks.incrementAndGet();
+    }
+
+    public void ttlReclaimed(int tensors) {
+        ttlReclaims.addAndGet(tensors);
+    }
+
+    public void deadConsumerReclaimed(int tensors) {
+        deadConsumerReclaims.addAndGet(tensors);
+    }
+
+    /** A tensor was opened or copied by this process as a consumer. */
+    public void received() {
+        tensorsReceived.incrementAndGet();
+    }
+
+    /**
+     * The snapshot, with what the counters do not hold.
+     *
+     * @param arena null for the file transport
+     */
+    public TransportStats snapshot(String transport, ArenaStats arena, long inFlight, int partiallyAcked,
+                                   int mappedPeerSegments, long pinnedBytes, int pinnedSegments, String cuda) {
+        return new TransportStats(transport, arena, tensorsSent.get(), bytesSent.get(), inFlight, spills.get(),
+            spillBytes.get(), waits.get(), waitNs.get(), acks.get(), unknownAcks.get(), ignoredAcks.get(),
+            partiallyAcked, ttlReclaims.get(), deadConsumerReclaims.get(), tensorsReceived.get(), mappedPeerSegments,
+            pinnedBytes, pinnedSegments, cuda);
+    }
+}

@@ -1,0 +1,21 @@
+package io.mstar.transport.spill;
+
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TensorTransportContract;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class FileTransportContractTest extends TensorTransportContract {
+    @Override
+    protected TensorTransport create(String entity) {
+        return FileTransport.open(deployment(entity));
+    }
+
+    @Test
+    void hasNeitherADevicePathNorConsumerLiveness() {
+        TensorTransport files = open("producer");
+        assertTrue(files.deviceTransfers().isEmpty());
+        assertTrue(files.consumerLiveness().isEmpty());
+    }
+}
