@@ -1,5 +1,7 @@
 package io.mstar.transport;
 
+import java.util.Locale;
+
 /**
  * An immutable snapshot of one arena, taken atomically (all fields agree with each other).
  *
@@ -32,7 +34,7 @@ public record ArenaStats(
     public String toLogLine() {
         return "segments=" + segments + " capacityBytes=" + capacityBytes + " usedBytes=" + usedBytes
             + " freeBytes=" + freeBytes + " largestFreeBlockBytes=" + largestFreeBlockBytes
-            + " fragmentation=" + String.format(java.util.Locale.ROOT, "%.3f", fragmentation)
+            + " fragmentation=" + String.format(Locale.ROOT, "%.3f", fragmentation)
             + " liveSlots=" + liveSlots + " reserves=" + reserves + " frees=" + frees
             + " failedReserves=" + failedReserves + " refusedFrees=" + refusedFrees;
     }

@@ -3,6 +3,7 @@ package io.mstar.transport;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
@@ -171,7 +172,7 @@ public record TransportConfig(
             if (value == null) {
                 return Mode.FILE;
             }
-            return switch (value.toUpperCase(java.util.Locale.ROOT)) {
+            return switch (value.toUpperCase(Locale.ROOT)) {
                 case "0" -> Mode.FILE;
                 case "1" -> Mode.ARENA;
                 case "AUTO" -> Mode.AUTO;
@@ -219,7 +220,7 @@ public record TransportConfig(
             if (value == null) {
                 return defaultValue;
             }
-            return switch (value.toLowerCase(java.util.Locale.ROOT)) {
+            return switch (value.toLowerCase(Locale.ROOT)) {
                 case "1", "true" -> true;
                 case "0", "false" -> false;
                 default -> throw invalid(name, value, "0 or 1 (also false or true)");

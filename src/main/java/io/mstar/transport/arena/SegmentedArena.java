@@ -2,8 +2,8 @@ package io.mstar.transport.arena;
 
 import io.mstar.transport.ArenaStats;
 import io.mstar.transport.ConfigurationException;
-import io.mstar.transport.NativeCallException;
 import io.mstar.transport.Deployment;
+import io.mstar.transport.NativeCallException;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.Owner;

@@ -2,6 +2,7 @@ package io.mstar.transport.cli;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
+import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
@@ -32,12 +33,14 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 
 /**
@@ -259,7 +262,7 @@ final class DemoCommand {
 
         Deployment deployment = Deployment.of(childConfig(args[0], mode), ENDPOINT, "producer");
         Map<UUID, Long> sentAt = new ConcurrentHashMap<>();
-        java.util.concurrent.atomic.AtomicReference<Semaphore> window = new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicReference<Semaphore> window = new AtomicReference<>();
         long[] latencies = new long[1 << 20];
         AtomicLong latencyCount = new AtomicLong();
         try (Arena scratch = Arena.ofConfined();
@@ -350,11 +353,11 @@ final class DemoCommand {
                 int n = (int) Math.min(latencyCount.get(), latencies.length);
                 long[] sorted = Arrays.copyOf(latencies, n);
                 Arrays.sort(sorted);
-                System.out.printf(java.util.Locale.ROOT, "ROW %d %.0f %.2f %.0f %.0f%n", size, sent / seconds, sent * size / seconds / 1e9,
+                System.out.printf(Locale.ROOT, "ROW %d %.0f %.2f %.0f %.0f%n", size, sent / seconds, sent * size / seconds / 1e9,
                     sorted[n / 2] / 1e3, sorted[Math.min(n - 1, (int) (n * 0.99))] / 1e3);
             }
             mailbox.sendDescriptors("consumer", List.of(new TensorDescriptor(new UUID(0, 0), "end", "producer", DType.U8,
-                new long[] {0}, 0, io.mstar.transport.Placement.SPILL,
+                new long[] {0}, 0, Placement.SPILL,
                 ShmNames.spill(Namespace.of(null, ENDPOINT), "producer", "00000000", new UUID(0, 0)), 0)));
             acker.interrupt();
             System.out.println("STATS " + transport.statsSummary().toLogLine());

@@ -11,6 +11,7 @@ import io.mstar.transport.lifecycle.ShmNames;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -307,7 +308,7 @@ public final class DescriptorCodec {
         try {
             return (utf8 ? StandardCharsets.UTF_8 : StandardCharsets.US_ASCII).newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT)
-                .decode(java.nio.ByteBuffer.wrap(raw)).toString();
+                .decode(ByteBuffer.wrap(raw)).toString();
         } catch (CharacterCodingException e) {
             throw new DescriptorFormatException(field, "not valid " + (utf8 ? "UTF-8" : "ASCII"));
         }

@@ -1,6 +1,7 @@
 package io.mstar.transport.arena;
 
 import io.mstar.transport.CapacityException;
+import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.Placement;
@@ -209,7 +210,7 @@ class ArenaTransportTest {
         // A ceiling far above the tmpfs: ARENA fails with the reason, AUTO falls back to files.
         String[] tooBig = {TransportConfig.SEGMENT_MB, "65536", TransportConfig.MAX_SEGMENTS, "4096"};
         String[] arenaMode = {TransportConfig.ARENA, "1", tooBig[0], tooBig[1], tooBig[2], tooBig[3]};
-        assertThrows(io.mstar.transport.ConfigurationException.class,
+        assertThrows(ConfigurationException.class,
             () -> TensorTransports.create(Deployment.of(config(arenaMode), "ep", "a"), false));
         String[] autoMode = {TransportConfig.ARENA, "AUTO", tooBig[0], tooBig[1], tooBig[2], tooBig[3]};
         try (TensorTransport auto = TensorTransports.create(Deployment.of(config(autoMode), "ep", "a"), false)) {

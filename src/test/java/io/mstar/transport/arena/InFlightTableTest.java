@@ -2,6 +2,7 @@ package io.mstar.transport.arena;
 
 import org.junit.jupiter.api.Test;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,7 +21,7 @@ class InFlightTableTest {
         SplittableRandom random = new SplittableRandom(seed);
         InFlightTable table = new InFlightTable();
         Map<Key, long[]> model = new HashMap<>();
-        List<Key> keys = new java.util.ArrayList<>();
+        List<Key> keys = new ArrayList<>();
         for (int step = 0; step < 300_000; step++) {
             int op = random.nextInt(10);
             if (op < 5 || keys.isEmpty()) {

@@ -12,6 +12,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.util.ArrayList;
@@ -154,9 +156,9 @@ class SegmentedArenaTest {
     }
 
     private static String capturedErr(Runnable action) {
-        java.io.PrintStream original = System.err;
-        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
-        System.setErr(new java.io.PrintStream(captured, true));
+        PrintStream original = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true));
         try {
             action.run();
         } finally {

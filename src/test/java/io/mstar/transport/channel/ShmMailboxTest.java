@@ -2,8 +2,8 @@ package io.mstar.transport.channel;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.EntityInUseException;
-import io.mstar.transport.Placement;
 import io.mstar.transport.PeerUnavailableException;
+import io.mstar.transport.Placement;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.lifecycle.Namespace;
@@ -18,6 +18,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -124,7 +126,7 @@ class ShmMailboxTest {
             int writer = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
             long slot = MailboxDescriptor.writerSlotOffset(MailboxDescriptor.WRITERS - 1);
             assertTrue(Posix.tryLockRange(writer, slot, 1, raw.path()));
-            raw.memory().set(java.lang.foreign.ValueLayout.JAVA_BYTE, slot, (byte) 1);
+            raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
             ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(),
                 MailboxDescriptor.RING_FILE_BYTES));
             assertTrue(ring.tryClaim(ShmMailbox.DESCRIPTORS, 100) >= 0); // claimed, and the writer stalls
@@ -149,7 +151,7 @@ class ShmMailboxTest {
             // A writer that dies right after its claim, before the receiver even saw the ring stuck.
             int doomed = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
             assertTrue(Posix.tryLockRange(doomed, slot, 1, raw.path()));
-            raw.memory().set(java.lang.foreign.ValueLayout.JAVA_BYTE, slot, (byte) 1);
+            raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
             assertTrue(ring.tryClaim(ShmMailbox.DESCRIPTORS, 100) >= 0);
             Posix.close(doomed, raw.path());
             producer.sendDescriptors("consumer", List.of(descriptor(3)));
@@ -168,7 +170,7 @@ class ShmMailboxTest {
     void aMailboxTakesThePlaceOfADeadOneAndRefusesALiveOne() throws Exception {
         try (ShmMailbox first = ShmMailbox.open(shm.deployment("mailbox-test", "first"))) {
             // What a SIGKILLed predecessor leaves: its mailbox file, with nobody holding its lock.
-            java.nio.file.Files.write(shm.path().resolve(ShmNames.mailbox(NS, "restarted")), new byte[MailboxDescriptor.FILE_BYTES]);
+            Files.write(shm.path().resolve(ShmNames.mailbox(NS, "restarted")), new byte[MailboxDescriptor.FILE_BYTES]);
             try (ShmMailbox restarted = ShmMailbox.open(shm.deployment("mailbox-test", "restarted"))) {
                 first.sendAcks("restarted", List.of(new UUID(1, 2)));
                 Inbox inbox = new Inbox();

@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -38,7 +39,7 @@ class DemoLifecycleTest {
         return demo;
     }
 
-    private String tree() throws java.io.IOException {
+    private String tree() throws IOException {
         try (Stream<Path> files = Files.walk(shm.path())) {
             return files.map(p -> shm.path().relativize(p).toString()).toList().toString();
         }
@@ -79,7 +80,7 @@ class DemoLifecycleTest {
         try {
             List<String> status = Files.readAllLines(Path.of("/proc/" + process.pid() + "/status"));
             return status.contains("Threads:\t1") && status.stream().anyMatch(l -> l.startsWith("State:\tZ"));
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             return true;
         }
     }

@@ -1,7 +1,13 @@
 package io.mstar.transport.cli;
 
+import io.mstar.transport.DType;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.arena.ArenaTransport;
+import io.mstar.transport.arena.SegmentedArena;
 import io.mstar.transport.crossprocess.Node;
 import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
@@ -11,9 +17,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -101,15 +110,15 @@ class DoctorTest {
 
     @Test
     void statsReadsTheSnapshotALiveArenaPublishes() throws Exception {
-        io.mstar.transport.TransportConfig config = io.mstar.transport.TransportConfig.from(java.util.Map.of(
-            io.mstar.transport.TransportConfig.SHM_DIR, shm.path().toString(),
-            io.mstar.transport.TransportConfig.STATS_INTERVAL_S, "0.05")::get);
+        TransportConfig config = TransportConfig.from(Map.of(
+            TransportConfig.SHM_DIR, shm.path().toString(),
+            TransportConfig.STATS_INTERVAL_S, "0.05")::get);
         Namespace ns = Namespace.of(null, "stats-test");
-        io.mstar.transport.lifecycle.Owner owner = io.mstar.transport.lifecycle.Owner.create(shm.path(), ns, "producer");
-        try (var transport = new io.mstar.transport.arena.ArenaTransport(config,
-            new io.mstar.transport.arena.SegmentedArena(owner, 1 << 20, 1, java.time.Duration.ofSeconds(30)), true)) {
-            var d = transport.send("r", List.of(io.mstar.transport.Tensor.of(io.mstar.transport.DType.U8,
-                java.lang.foreign.MemorySegment.ofArray(new byte[100]), 100))).getFirst();
+        Owner owner = Owner.create(shm.path(), ns, "producer");
+        try (var transport = new ArenaTransport(config,
+            new SegmentedArena(owner, 1 << 20, 1, Duration.ofSeconds(30)), true)) {
+            var d = transport.send("r", List.of(Tensor.of(DType.U8,
+                MemorySegment.ofArray(new byte[100]), 100))).getFirst();
             Path file = shm.path().resolve(owner.statsName());
             long deadline = System.nanoTime() + 10_000_000_000L;
             while (!(Files.exists(file) && Files.readString(file).contains("tensorsSent=1"))) {

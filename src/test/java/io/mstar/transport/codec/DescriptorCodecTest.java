@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.UUID;
 import java.util.function.Consumer;
@@ -127,7 +128,7 @@ class DescriptorCodecTest {
         for (int i = 0; i < 120_000; i++) {
             byte[] input = DescriptorCodec.encode(randomDescriptor(r, NS));
             switch (i % 4) {
-                case 0 -> input = java.util.Arrays.copyOf(input, r.nextInt(input.length));
+                case 0 -> input = Arrays.copyOf(input, r.nextInt(input.length));
                 case 1 -> {
                     for (int flips = 1 + r.nextInt(3); flips > 0; flips--) {
                         input[r.nextInt(input.length)] ^= (byte) (1 << r.nextInt(8));

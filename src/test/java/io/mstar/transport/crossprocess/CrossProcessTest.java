@@ -1,5 +1,6 @@
 package io.mstar.transport.crossprocess;
 
+import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;
@@ -112,8 +113,8 @@ class CrossProcessTest {
         // The killed consumer left its mailbox and its arena's first segment: the sweep removes both.
         List<String> left = ShmTestDir.list(shm.path());
         assertEquals(2, left.size(), left.toString());
-        assertEquals(left, io.mstar.transport.lifecycle.Reclaimer.sweep(shm.path()).stream()
-            .map(io.mstar.transport.lifecycle.Reclaimer.Removed::name).toList());
+        assertEquals(left, Reclaimer.sweep(shm.path()).stream()
+            .map(Reclaimer.Removed::name).toList());
         assertEquals(List.of(), ShmTestDir.list(shm.path()));
     }
 

@@ -19,6 +19,8 @@ import io.mstar.transport.lifecycle.ParentWatch;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -131,8 +133,8 @@ public final class Node {
                 }
             };
             long deadline = System.nanoTime() + 300_000_000_000L;
-            java.nio.file.Path stop = stopFile(args[1], entity);
-            while ((expected < 0 ? !java.nio.file.Files.exists(stop) : received.get() < expected)
+            Path stop = stopFile(args[1], entity);
+            while ((expected < 0 ? !Files.exists(stop) : received.get() < expected)
                 && System.nanoTime() < deadline) {
                 mailbox.receive(listener, Duration.ofMillis(20));
             }
@@ -188,9 +190,9 @@ public final class Node {
             int sent = 0;
             int batchNo = 0;
             SplittableRandom batches = batchSizes(Long.parseLong(args[6]));
-            java.nio.file.Path stop = stopFile(args[1], entity);
+            Path stop = stopFile(args[1], entity);
             try {
-                while (sent < tensors && !java.nio.file.Files.exists(stop)) {
+                while (sent < tensors && !Files.exists(stop)) {
                     int n = Math.min(tensors - sent, 1 + batches.nextInt(8));
                     List<Tensor> batch = new ArrayList<>(n);
                     List<String> crcs = new ArrayList<>(n);
@@ -280,8 +282,8 @@ public final class Node {
     }
 
     /** The file whose appearance tells {@code entity} to stop, beside the shared-memory directory. */
-    public static java.nio.file.Path stopFile(String dir, String entity) {
-        return java.nio.file.Path.of(dir).resolveSibling(java.nio.file.Path.of(dir).getFileName() + "-stop-" + entity);
+    public static Path stopFile(String dir, String entity) {
+        return Path.of(dir).resolveSibling(Path.of(dir).getFileName() + "-stop-" + entity);
     }
 
     /** How many tensors each of {@code consumers} gets from a producer with this seed (batches go round-robin). */

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,7 +31,7 @@ final class Nodes {
         List<String> args = new ArrayList<>(List.of("consumer", dir.toString(), endpoint, entity, "-1",
             Long.toString(delayMs)));
         args.addAll(List.of(env));
-        return started(ChildJvm.start(true, jvmOptions, java.util.Map.of(), Node.class, args.toArray(String[]::new)),
+        return started(ChildJvm.start(true, jvmOptions, Map.of(), Node.class, args.toArray(String[]::new)),
             endpoint, entity);
     }
 
@@ -45,7 +46,7 @@ final class Nodes {
         List<String> args = new ArrayList<>(List.of("producer", dir.toString(), endpoint, entity, consumers,
             Integer.toString(tensors), Long.toString(seed), Integer.toString(maxMb)));
         args.addAll(List.of(env));
-        return started(ChildJvm.start(true, jvmOptions, java.util.Map.of(), Node.class, args.toArray(String[]::new)),
+        return started(ChildJvm.start(true, jvmOptions, Map.of(), Node.class, args.toArray(String[]::new)),
             endpoint, entity);
     }
 

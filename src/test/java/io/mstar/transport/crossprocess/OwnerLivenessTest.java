@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -197,7 +198,7 @@ class OwnerLivenessTest {
                         String stat = Files.readString(task.resolve("stat"));
                         states.add(stat.substring(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
                     }
-                } catch (java.io.IOException e) {
+                } catch (IOException e) {
                     states.add("?"); // a thread ended meanwhile: look again
                 }
                 if (states.stream().allMatch(st -> st.equals("T") || st.equals("t"))) {

@@ -17,12 +17,15 @@ import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -238,9 +241,9 @@ class DeviceTransportTest {
     /** In a child JVM bound to this machine's real libcudart: host tensors work, device ones are refused with the reason. */
     @Test
     void withoutUsableCudaHostTensorsWorkAndDeviceTensorsAreRefusedWithTheReason() throws Exception {
-        java.nio.file.Path real = java.nio.file.Path.of("/usr/local/cuda/lib64/libcudart.so");
-        org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.exists(real)
-            && !java.nio.file.Files.exists(java.nio.file.Path.of("/dev/nvidiactl")),
+        Path real = Path.of("/usr/local/cuda/lib64/libcudart.so");
+        Assumptions.assumeTrue(Files.exists(real)
+            && !Files.exists(Path.of("/dev/nvidiactl")),
             "SKIPPED: needs the CUDA toolkit without a GPU driver (this checks the refusal)");
         ChildJvm child = ChildJvm.start(true, Map.of("MSTAR_CUDART", real.toString()), NoCudaMain.class,
             shm.path().toString());

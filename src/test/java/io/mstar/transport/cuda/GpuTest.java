@@ -23,8 +23,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.UUID;
 import java.util.zip.CRC32C;
 
@@ -112,7 +114,7 @@ class GpuTest {
             copy.run();
             samples[i] = size / ((System.nanoTime() - start) / 1e9) / 1e9;
         }
-        java.util.Arrays.sort(samples);
+        Arrays.sort(samples);
         return samples[samples.length / 2];
     }
 
@@ -133,7 +135,7 @@ class GpuTest {
                 MemorySegment staging = host.allocate(maxBytes, 4096);
                 if (role.equals("producer")) {
                     mailbox.awaitPeer("consumer", Duration.ofSeconds(60));
-                    java.util.SplittableRandom random = new java.util.SplittableRandom(9);
+                    SplittableRandom random = new SplittableRandom(9);
                     List<UUID> pending = new ArrayList<>();
                     for (int i = 0; i < tensors; i++) {
                         long size = 4096L << random.nextInt(14); // 4 KiB .. 32 MiB

@@ -2,6 +2,8 @@ package io.mstar.transport.lifecycle;
 
 import org.junit.jupiter.api.Test;
 
+import java.util.UUID;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -35,7 +37,7 @@ class NamespaceTest {
     @Test
     void m_starEntityIdsMakeNamesThatParseBackUnambiguously() {
         Namespace ns = Namespace.of(null, "names");
-        java.util.UUID uuid = new java.util.UUID(0x0123456789abcdefL, 0x0fedcba987654321L);
+        UUID uuid = new UUID(0x0123456789abcdefL, 0x0fedcba987654321L);
         for (String entity : new String[] {"worker_0", "api_server.data", "a_0a1b2c3d_7", "x.next", "stats_arena",
             "-", "_", "a..b", "E".repeat(64)}) {
             assertEquals(new ShmNames.Parsed(ShmNames.Kind.SEGMENT, ns.id(), entity, "0a1b2c3d"),

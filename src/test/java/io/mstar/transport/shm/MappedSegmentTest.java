@@ -5,15 +5,18 @@ import io.mstar.transport.SegmentAccessException;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.testing.ShmTestDir;
 import io.mstar.transport.testing.SmallTmpfs;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
+import java.util.List;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -111,7 +114,7 @@ class MappedSegmentTest {
             Files.setOwner(foreign, nobody);
         } catch (IOException e) {
             Files.delete(foreign);
-            org.junit.jupiter.api.Assumptions.abort("SKIPPED foreign-owner case: cannot chown to nobody: " + e);
+            Assumptions.abort("SKIPPED foreign-owner case: cannot chown to nobody: " + e);
         }
         SegmentAccessException other = assertThrows(SegmentAccessException.class,
             () -> MappedSegment.openPeer(shm.path(), "foreign", 1));
@@ -133,12 +136,12 @@ class MappedSegmentTest {
                 () -> MappedSegment.create(tmpfs.path(), "seg", 8 << 20, false));
             assertTrue(commit.getCause() instanceof NativeCallException n && n.errnoName().equals("ENOSPC"),
                 String.valueOf(commit.getCause()));
-            assertEquals(java.util.List.of("filler"), ShmTestDir.list(tmpfs.path()));
+            assertEquals(List.of("filler"), ShmTestDir.list(tmpfs.path()));
 
             // What fits is committed: every byte can be written without SIGBUS.
             try (MappedSegment fits = MappedSegment.create(tmpfs.path(), "fits", 4 << 20)) {
                 fits.memory().fill((byte) 1);
-                assertEquals(1, fits.memory().get(java.lang.foreign.ValueLayout.JAVA_BYTE, (4 << 20) - 1));
+                assertEquals(1, fits.memory().get(ValueLayout.JAVA_BYTE, (4 << 20) - 1));
             }
             Files.delete(tmpfs.path().resolve("filler"));
         }
