@@ -17,6 +17,9 @@ import java.util.function.Function;
  * {@link ConfigurationException} naming the variable, the value and what is accepted; nothing falls
  * back silently.
  *
+ * <p>Each knob is a pair of constants: the variable's name, whose suffix gives the unit
+ * ({@code _MB}, {@code _S}), and its {@code _DEFAULT}.
+ *
  * @param mode              {@value #ARENA}: which transport the factory builds
  * @param segmentMb         {@value #SEGMENT_MB}: size of each arena segment, MiB
  * @param maxSegments       {@value #MAX_SEGMENTS}: growth cap per entity, in segments
@@ -48,22 +51,45 @@ public record TransportConfig(
     String deploymentToken,
     String cudartPath) {
 
+    /** Which transport the factory builds: {@code 0} file, {@code 1} arena, {@code AUTO}. */
     public static final String ARENA = "MSTAR_SHM_ARENA";
+    public static final Mode ARENA_DEFAULT = Mode.FILE;
+    /** Size of each arena segment, MiB. */
     public static final String SEGMENT_MB = "MSTAR_SHM_ARENA_SEGMENT_MB";
+    public static final int SEGMENT_MB_DEFAULT = 256;
+    /** Growth cap per entity, in segments. */
     public static final String MAX_SEGMENTS = "MSTAR_SHM_ARENA_MAX_SEGMENTS";
+    public static final int MAX_SEGMENTS_DEFAULT = 32;
+    /** Strict mode: how long a send waits on a full arena, seconds. */
     public static final String FULL_TIMEOUT_S = "MSTAR_SHM_ARENA_FULL_TIMEOUT_S";
+    public static final Duration FULL_TIMEOUT_DEFAULT = Duration.ofSeconds(30);
+    /** At the cap, spill to a file per tensor ({@code 1}) or fail after the timeout ({@code 0}). */
     public static final String SPILL = "MSTAR_SHM_ARENA_SPILL";
+    public static final boolean SPILL_DEFAULT = true;
+    /** Grace before spilling, waiting for ACKs, seconds. */
     public static final String SPILL_AFTER_S = "MSTAR_SHM_ARENA_SPILL_AFTER_S";
+    public static final Duration SPILL_AFTER_DEFAULT = Duration.ZERO;
+    /** Register mapped segments with CUDA when it is present ({@code 1}). */
     public static final String PIN = "MSTAR_SHM_ARENA_PIN";
+    public static final boolean PIN_DEFAULT = true;
+    /** Pinned host memory budget per process, MiB. */
     public static final String PIN_MAX_MB = "MSTAR_SHM_ARENA_PIN_MAX_MB";
+    public static final long PIN_MAX_MB_DEFAULT = 4096;
+    /** Reclaim a slot or spill file that got no ACK for this long, seconds; {@code 0} is off. */
     public static final String SLOT_TTL_S = "MSTAR_SHM_ARENA_SLOT_TTL_S";
+    public static final Duration SLOT_TTL_DEFAULT = Duration.ZERO;
+    /** Period of the stats log line when stats logging is on, seconds. */
     public static final String STATS_INTERVAL_S = "MSTAR_SHM_ARENA_STATS_INTERVAL_S";
+    public static final Duration STATS_INTERVAL_DEFAULT = Duration.ofSeconds(60);
     /** This library's own knob (M* has none): seconds between sweeps of dead owners' files, {@code 0} off. */
     public static final String RECLAIM_INTERVAL_S = "MSTAR_SHM_RECLAIM_INTERVAL_S";
-    /** {@value #RECLAIM_INTERVAL_S}'s default, for components built without a configuration. */
     public static final Duration RECLAIM_INTERVAL_DEFAULT = Duration.ofSeconds(30);
+    /** Where segments, spill files and mailboxes live: an absolute directory. */
     public static final String SHM_DIR = "MSTAR_SHM_DIR";
+    public static final Path SHM_DIR_DEFAULT = Path.of("/dev/shm");
+    /** A per-launch token mixed into the namespace; unset by default. */
     public static final String DEPLOYMENT_TOKEN = "MSTAR_DEPLOYMENT_TOKEN";
+    /** The CUDA runtime library to load; unset: searched for. */
     public static final String CUDART = "MSTAR_CUDART";
 
     /** Largest accepted segment: the allocator indexes 256-byte granules with {@code int}s. */
@@ -102,17 +128,17 @@ public record TransportConfig(
         Reader r = new Reader(lookup);
         return new TransportConfig(
             r.mode(),
-            (int) r.integer(SEGMENT_MB, 256, 1, MAX_SEGMENT_MB),
-            (int) r.integer(MAX_SEGMENTS, 32, 1, MAX_MAX_SEGMENTS),
-            r.seconds(FULL_TIMEOUT_S, "30", true),
-            r.flag(SPILL, true),
-            r.seconds(SPILL_AFTER_S, "0", true),
-            r.flag(PIN, true),
-            r.integer(PIN_MAX_MB, 4096, 0, 1L << 30),
-            r.seconds(SLOT_TTL_S, "0", true),
-            r.seconds(STATS_INTERVAL_S, "60", false),
-            r.seconds(RECLAIM_INTERVAL_S, "30", true),
-            r.directory(SHM_DIR, "/dev/shm"),
+            (int) r.integer(SEGMENT_MB, SEGMENT_MB_DEFAULT, 1, MAX_SEGMENT_MB),
+            (int) r.integer(MAX_SEGMENTS, MAX_SEGMENTS_DEFAULT, 1, MAX_MAX_SEGMENTS),
+            r.seconds(FULL_TIMEOUT_S, FULL_TIMEOUT_DEFAULT, true),
+            r.flag(SPILL, SPILL_DEFAULT),
+            r.seconds(SPILL_AFTER_S, SPILL_AFTER_DEFAULT, true),
+            r.flag(PIN, PIN_DEFAULT),
+            r.integer(PIN_MAX_MB, PIN_MAX_MB_DEFAULT, 0, 1L << 30),
+            r.seconds(SLOT_TTL_S, SLOT_TTL_DEFAULT, true),
+            r.seconds(STATS_INTERVAL_S, STATS_INTERVAL_DEFAULT, false),
+            r.seconds(RECLAIM_INTERVAL_S, RECLAIM_INTERVAL_DEFAULT, true),
+            r.directory(SHM_DIR, SHM_DIR_DEFAULT),
             r.text(DEPLOYMENT_TOKEN),
             r.text(CUDART));
     }
@@ -170,7 +196,7 @@ public record TransportConfig(
         Mode mode() {
             String value = raw(ARENA);
             if (value == null) {
-                return Mode.FILE;
+                return ARENA_DEFAULT;
             }
             return switch (value.toUpperCase(Locale.ROOT)) {
                 case "0" -> Mode.FILE;
@@ -199,13 +225,15 @@ public record TransportConfig(
             return parsed;
         }
 
-        Duration seconds(String name, String defaultValue, boolean zeroAllowed) {
+        Duration seconds(String name, Duration defaultValue, boolean zeroAllowed) {
             String value = raw(name);
-            String text = value == null ? defaultValue : value;
+            if (value == null) {
+                return defaultValue;
+            }
             String accepted = "seconds, a number " + (zeroAllowed ? "from 0" : "above 0") + " up to " + (long) MAX_SECONDS;
             double parsed;
             try {
-                parsed = Double.parseDouble(text);
+                parsed = Double.parseDouble(value);
             } catch (NumberFormatException e) {
                 throw invalid(name, value, accepted);
             }
@@ -227,12 +255,14 @@ public record TransportConfig(
             };
         }
 
-        Path directory(String name, String defaultValue) {
+        Path directory(String name, Path defaultValue) {
             String value = raw(name);
-            String text = value == null ? defaultValue : value;
+            if (value == null) {
+                return defaultValue;
+            }
             Path path;
             try {
-                path = Path.of(text);
+                path = Path.of(value);
             } catch (RuntimeException e) {
                 throw invalid(name, value, "an absolute directory path");
             }

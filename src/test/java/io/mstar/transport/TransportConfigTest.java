@@ -33,6 +33,7 @@ class TransportConfigTest {
         assertEquals(Duration.ZERO, c.slotTtl());
         assertEquals(Duration.ofSeconds(60), c.statsInterval());
         assertEquals(Path.of("/dev/shm"), c.shmDir());
+        assertEquals(Duration.ofSeconds(30), c.reclaimInterval());
         assertNull(c.deploymentToken());
         assertNull(c.cudartPath());
         assertEquals(256L << 20, c.segmentBytes());

@@ -115,6 +115,7 @@ final class FirstFitAllocator {
         int i = firstFit(node, length);
         int start = keys[i];
         int size = values[i];
+        assert size >= length : "the maxima route to a leaf holding a block that fits: size=" + size + ", length=" + length;
         if (size == length) {
             removeAt(node, i - node * FANOUT);
             freeBlocks--;
@@ -128,6 +129,7 @@ final class FirstFitAllocator {
         }
         live.put(start, length, node);
         usedGranules += length;
+        assert usedGranules <= capacityBytes >>> SHIFT : "more granules in use than the segment has";
         reserves++;
         return (long) start << SHIFT;
     }
@@ -149,6 +151,7 @@ final class FirstFitAllocator {
         live.removeAt(at);
         release(granule, length, leafHint);
         usedGranules -= length;
+        assert usedGranules >= 0 : "freed more granules than were in use";
         frees++;
         return FreeOutcome.FREED;
     }
@@ -260,6 +263,8 @@ final class FirstFitAllocator {
         int pred = i >= base ? i : predLeaf == NIL ? NIL : predLeaf * FANOUT + count[predLeaf] - 1;
         int succLeaf = i + 1 < base + count[leaf] ? leaf : next[leaf];
         int succ = succLeaf == leaf ? i + 1 : succLeaf == NIL ? NIL : succLeaf * FANOUT;
+        assert pred == NIL || keys[pred] + values[pred] <= granule : "a live slot overlaps the free block before it";
+        assert succ == NIL || keys[succ] >= granule + length : "a live slot overlaps the free block after it";
         boolean joinPred = pred != NIL && keys[pred] + values[pred] == granule;
         boolean joinSucc = succ != NIL && keys[succ] == granule + length;
         // Raise before removing: the removal's rescan then sees the merged block, so every maximum stays exact.

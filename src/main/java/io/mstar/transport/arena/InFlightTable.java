@@ -42,6 +42,7 @@ final class InFlightTable {
         if (!used[i]) {
             size++;
         }
+        assert size * 2 <= used.length : "the table doubles before it is half full, so probes end";
         used[i] = true;
         msbs[i] = msb;
         lsbs[i] = lsb;
@@ -63,6 +64,7 @@ final class InFlightTable {
         long slot = slots[i];
         shiftBack(i);
         size--;
+        assert size >= 0 && !contains(msb, lsb) : "a uuid is in the table at most once";
         return slot;
     }
 

@@ -51,7 +51,7 @@ public final class ChildJvm {
         String java = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
         Path log = Files.createTempFile("mstar-child-", ".log");
         List<String> command = new ArrayList<>(wrapper);
-        command.addAll(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
+        command.addAll(List.of(java, "--enable-native-access=ALL-UNNAMED", "-ea", "-Xmx512m",
             "-XX:ErrorFile=" + crashReport(log)));
         command.addAll(jvmOptions);
         if (mailboxFlag) {
