@@ -1,5 +1,6 @@
 package io.mstar.transport.arena;
 
+import io.mstar.transport.lifecycle.CloseOnce;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,7 +18,7 @@ final class Maintenance implements AutoCloseable {
 
     private final String threadName;
     private ScheduledExecutorService executor; // guarded by this; null until the first task
-    private boolean closed;                    // guarded by this
+    private final CloseOnce closer = new CloseOnce();
 
     Maintenance(String entity) {
         this.threadName = "mstar-arena-maintenance-" + entity;
@@ -25,7 +26,7 @@ final class Maintenance implements AutoCloseable {
 
     /** Runs {@code task} after {@code firstMs}, then every {@code periodMs}. */
     synchronized void every(long firstMs, long periodMs, Runnable task) {
-        if (closed) {
+        if (closer.isClosed()) {
             return;
         }
         if (executor == null) {
@@ -47,9 +48,12 @@ final class Maintenance implements AutoCloseable {
     /** Stops every task, waiting up to 5 s for one in progress. */
     @Override
     public void close() {
+        closer.close(this::stop);
+    }
+
+    private void stop() {
         ScheduledExecutorService toStop;
-        synchronized (this) {
-            closed = true;
+        synchronized (this) { // a task being scheduled now has its executor once this is entered
             toStop = executor;
         }
         if (toStop == null) {

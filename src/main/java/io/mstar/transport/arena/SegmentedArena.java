@@ -5,6 +5,7 @@ import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
@@ -81,7 +82,7 @@ public final class SegmentedArena implements AutoCloseable {
     private int positionsInUse; // positions below this may hold a segment
     private int segmentCount;
     private int nextIndex;
-    private boolean closed;
+    private final CloseOnce closer = new CloseOnce();
     private boolean shmFullWarned;
     private MappingListener listener = MappingListener.NONE;
 
@@ -362,11 +363,11 @@ public final class SegmentedArena implements AutoCloseable {
 
     /** Unlinks and unmaps every segment. Idempotent; slots must no longer be read or written. */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    public void close() {
+        closer.close(this::removeAll);
+    }
+
+    private synchronized void removeAll() {
         ShutdownCleanup.unregister(this);
         RuntimeException failure = null;
         for (int p = 0; p < positionsInUse; p++) {
@@ -489,7 +490,7 @@ public final class SegmentedArena implements AutoCloseable {
     }
 
     private void checkOpen() {
-        if (closed) {
+        if (closer.isClosed()) {
             throw new IllegalStateException("arena is closed: entity=" + owner.entity() + ", namespace=" + owner.namespace());
         }
     }

@@ -13,6 +13,7 @@ import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Reclaimer;
@@ -45,7 +46,6 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
@@ -103,7 +103,6 @@ public final class ShmMailbox implements TensorChannel {
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
     private final Queue<Peer> retired = new ConcurrentLinkedQueue<>(); // unmapped once no thread is in a ring
     private final Object mapping = new Object(); // serializes mapping new peers against close
-    private final Object closing = new Object(); // a second close waits for the first to finish
     private final AtomicLong badMessages = new AtomicLong();
     private final AtomicLong unblocks = new AtomicLong();
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
@@ -117,7 +116,7 @@ public final class ShmMailbox implements TensorChannel {
     // thread touches a ring only between enter() and exit(), and close() unmaps only when none does
     // (a shutdown hook closes while application threads still poll and send).
     private final AtomicInteger inRing = new AtomicInteger();
-    private volatile boolean closed;
+    private final CloseOnce closer = new CloseOnce();
 
     /** A peer's mailbox as this sender mapped it: one incarnation, with a descriptor to probe its lock. */
     private static final class Peer {
@@ -127,7 +126,7 @@ public final class ShmMailbox implements TensorChannel {
         final long incarnation;
         final int probeFd;
         final int writerSlot; // -1 when every slot was taken
-        final AtomicBoolean closed = new AtomicBoolean();
+        final CloseOnce closer = new CloseOnce();
         volatile long nextCheckNs;
 
         Peer(String entity, MappedSegment file, long incarnation, int probeFd) {
@@ -165,7 +164,7 @@ public final class ShmMailbox implements TensorChannel {
 
         // Once: the last thread out of the rings and close() may both reach a retired peer.
         void close() {
-            if (closed.compareAndSet(false, true)) {
+            closer.close(() -> {
                 try {
                     if (writerSlot >= 0) {
                         file.memory().set(ValueLayout.JAVA_BYTE, MailboxDescriptor.writerSlotOffset(writerSlot), (byte) 0);
@@ -174,7 +173,7 @@ public final class ShmMailbox implements TensorChannel {
                 } finally {
                     Posix.close(probeFd, file.path()); // drops the writer slot's lock
                 }
-            }
+            });
         }
     }
 
@@ -413,7 +412,7 @@ public final class ShmMailbox implements TensorChannel {
         long start = System.nanoTime();
         long nextCheck = start + PEER_CHECK_INTERVAL_MS * 1_000_000L;
         while (!peer.ring.write(type, source, 0, message.position())) {
-            if (closed) {
+            if (closer.isClosed()) {
                 throw closedException();
             }
             long now = System.nanoTime();
@@ -576,7 +575,7 @@ public final class ShmMailbox implements TensorChannel {
 
     private boolean tryEnter() {
         inRing.incrementAndGet();
-        if (closed) { // read after the increment: close() sets it before it waits for inRing to drain
+        if (closer.isClosed()) { // read after the increment: close() sets it before it waits for inRing to drain
             exit();
             return false;
         }
@@ -613,7 +612,7 @@ public final class ShmMailbox implements TensorChannel {
             retire(known);
         }
         synchronized (mapping) {
-            if (closed) {
+            if (closer.isClosed()) {
                 throw closedException();
             }
             Peer current = peers.get(toEntity);
@@ -711,28 +710,27 @@ public final class ShmMailbox implements TensorChannel {
      */
     @Override
     public void close() {
-        synchronized (closing) {
-            synchronized (mapping) {
-                if (closed) {
-                    return;
-                }
-                closed = true;
-            }
-            ShutdownCleanup.unregister(this);
-            while (inRing.get() > 0) { // each holder leaves within one ring operation or one write attempt
-                Thread.onSpinWait();
-            }
-            peers.values().forEach(Peer::close);
-            peers.clear();
-            for (Peer p; (p = retired.poll()) != null; ) {
-                p.close();
-            }
-            try {
-                Posix.close(writersFd, file.path());
-                file.close();
-            } finally {
-                sweeper.leave();
-            }
+        closer.close(this::release);
+    }
+
+    private void release() {
+        synchronized (mapping) {
+            // Empty: a peer being mapped now is in `peers` once this passes; later ones see the mailbox closed.
+        }
+        ShutdownCleanup.unregister(this);
+        while (inRing.get() > 0) { // each holder leaves within one ring operation or one write attempt
+            Thread.onSpinWait();
+        }
+        peers.values().forEach(Peer::close);
+        peers.clear();
+        for (Peer p; (p = retired.poll()) != null; ) {
+            p.close();
+        }
+        try {
+            Posix.close(writersFd, file.path());
+            file.close();
+        } finally {
+            sweeper.leave();
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.mstar.transport.cuda;
 
+import io.mstar.transport.lifecycle.CloseOnce;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,7 +19,7 @@ public final class CopyEngine implements AutoCloseable {
     private final CudaRuntime cuda;
     private final long stream;
     private final ExecutorService waiter;
-    private boolean closed;
+    private final CloseOnce closer = new CloseOnce();
 
     public CopyEngine(CudaRuntime cuda) {
         this.cuda = cuda;
@@ -80,11 +81,12 @@ public final class CopyEngine implements AutoCloseable {
 
     /** Waits for every copy issued, then destroys the stream. Idempotent. */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    public void close() {
+        closer.close(this::destroy);
+    }
+
+    // Under the lock the copies are issued with, so none is issued on a destroyed stream.
+    private synchronized void destroy() {
         waiter.shutdown();
         try {
             long event = cuda.eventCreate(CudaRuntime.EVENT_DISABLE_TIMING);
@@ -98,7 +100,7 @@ public final class CopyEngine implements AutoCloseable {
     }
 
     private void checkOpen() {
-        if (closed) {
+        if (closer.isClosed()) {
             throw new IllegalStateException("copy engine is closed");
         }
     }

@@ -8,7 +8,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 import static io.mstar.transport.posix.Posix.O_CLOEXEC;
 import static io.mstar.transport.posix.Posix.O_CREAT;
@@ -34,7 +33,7 @@ public final class OwnedFile implements AutoCloseable {
     private volatile String path;
     private final int fd;
     private final boolean directory;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private final CloseOnce closer = new CloseOnce();
 
     private OwnedFile(String path, int fd, boolean directory) {
         this.path = path;
@@ -129,7 +128,7 @@ public final class OwnedFile implements AutoCloseable {
 
     /** Removes the file's name if it is still ours, keeping the descriptor and its lock (peers keep their mappings). */
     public void unlink() {
-        if (!closed.get() && !directory && isStillAt(fd, path)) {
+        if (!closer.isClosed() && !directory && isStillAt(fd, path)) {
             Posix.unlink(path);
         }
     }
@@ -140,18 +139,20 @@ public final class OwnedFile implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            try {
-                if (directory) {
-                    Files.deleteIfExists(Path.of(path));
-                } else if (isStillAt(fd, path)) {
-                    Posix.unlink(path);
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot remove " + path, e);
-            } finally {
-                Posix.close(fd, path);
+        closer.close(this::remove);
+    }
+
+    private void remove() {
+        try {
+            if (directory) {
+                Files.deleteIfExists(Path.of(path));
+            } else if (isStillAt(fd, path)) {
+                Posix.unlink(path);
             }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot remove " + path, e);
+        } finally {
+            Posix.close(fd, path);
         }
     }
 }

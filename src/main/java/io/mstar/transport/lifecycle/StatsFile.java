@@ -14,7 +14,7 @@ import java.nio.charset.StandardCharsets;
 public final class StatsFile implements AutoCloseable {
     private final Owner owner;
     private OwnedFile current; // guarded by this
-    private boolean closed;    // guarded by this
+    private final CloseOnce closer = new CloseOnce();
 
     public StatsFile(Owner owner) {
         this.owner = owner;
@@ -22,7 +22,7 @@ public final class StatsFile implements AutoCloseable {
 
     /** Publishes one snapshot line. */
     public synchronized void write(String line) {
-        if (closed) {
+        if (closer.isClosed()) {
             return;
         }
         OwnedFile next = OwnedFile.create(owner.dir(), owner.statsName() + ".next");
@@ -41,8 +41,11 @@ public final class StatsFile implements AutoCloseable {
 
     /** Removes the file. Idempotent. */
     @Override
-    public synchronized void close() {
-        closed = true;
+    public void close() {
+        closer.close(this::remove);
+    }
+
+    private synchronized void remove() {
         if (current != null) {
             current.close();
             current = null;

@@ -2,13 +2,13 @@ package io.mstar.transport.shm;
 
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.SegmentAccessException;
+import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.posix.Posix;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 import static io.mstar.transport.posix.Posix.MAP_POPULATE;
 import static io.mstar.transport.posix.Posix.MAP_SHARED;
@@ -35,7 +35,7 @@ public final class MappedSegment implements AutoCloseable {
     private final OwnedFile owned; // null for a peer's file
     private final Arena arena;
     private final MemorySegment memory;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private final CloseOnce closer = new CloseOnce();
 
     private MappedSegment(String name, String path, long sizeBytes, OwnedFile owned, Arena arena, MemorySegment memory) {
         this.name = name;
@@ -180,7 +180,7 @@ public final class MappedSegment implements AutoCloseable {
     }
 
     public boolean isClosed() {
-        return closed.get();
+        return closer.isClosed();
     }
 
     /** Removes our file's name; mappings (ours and peers') stay valid until unmapped. Idempotent. */
@@ -192,15 +192,13 @@ public final class MappedSegment implements AutoCloseable {
 
     /** Unmaps, leaving the file in place (a peer's file, or a spill file handed to its consumer). Idempotent. */
     public void unmap() {
-        if (closed.compareAndSet(false, true)) {
-            arena.close();
-        }
+        closer.close(arena::close);
     }
 
     /** Unlinks and releases our own file, and unmaps. Idempotent. */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        closer.close(() -> {
             try {
                 if (owned != null) {
                     owned.close();
@@ -208,6 +206,6 @@ public final class MappedSegment implements AutoCloseable {
             } finally {
                 arena.close();
             }
-        }
+        });
     }
 }

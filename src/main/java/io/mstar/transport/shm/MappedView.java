@@ -2,9 +2,9 @@ package io.mstar.transport.shm;
 
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.lifecycle.CloseOnce;
 
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /** A {@link ReceivedTensor} over a slice of a mapping; closing it runs the release action once. */
 public final class MappedView implements ReceivedTensor {
@@ -13,7 +13,7 @@ public final class MappedView implements ReceivedTensor {
     private final TensorDescriptor descriptor;
     private final MemorySegment data;
     private final Runnable release;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private final CloseOnce closer = new CloseOnce();
 
     public MappedView(TensorDescriptor descriptor, MemorySegment data, Runnable release) {
         this.descriptor = descriptor;
@@ -33,7 +33,7 @@ public final class MappedView implements ReceivedTensor {
 
     @Override
     public MemorySegment data() {
-        if (closed.get()) {
+        if (closer.isClosed()) {
             throw new IllegalStateException("received tensor is closed: uuid=" + descriptor.uuid());
         }
         return data;
@@ -41,8 +41,6 @@ public final class MappedView implements ReceivedTensor {
 
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            release.run();
-        }
+        closer.close(release);
     }
 }

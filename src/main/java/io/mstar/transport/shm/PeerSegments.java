@@ -2,6 +2,7 @@ package io.mstar.transport.shm;
 
 import io.mstar.transport.SegmentAccessException;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.lifecycle.CloseOnce;
 
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -22,7 +23,7 @@ public final class PeerSegments implements AutoCloseable {
     private MappingListener listener = MappingListener.NONE;
     private final Map<String, Peer> peers = new HashMap<>();
     private long nextSweepNs = System.nanoTime() + SWEEP_INTERVAL_NS;
-    private boolean closed;
+    private final CloseOnce closer = new CloseOnce();
 
     private static final class Peer {
         final MappedSegment segment;
@@ -43,7 +44,7 @@ public final class PeerSegments implements AutoCloseable {
      * @throws SegmentAccessException when the segment is gone, fails a check, or does not hold the tensor
      */
     public synchronized MappedView open(TensorDescriptor d) {
-        if (closed) {
+        if (closer.isClosed()) {
             throw new IllegalStateException("peer segments are closed");
         }
         long now = System.nanoTime();
@@ -101,8 +102,11 @@ public final class PeerSegments implements AutoCloseable {
 
     /** Unmaps every peer segment; views still open then refuse access. */
     @Override
-    public synchronized void close() {
-        closed = true;
+    public void close() {
+        closer.close(this::unmapAll);
+    }
+
+    private synchronized void unmapAll() {
         peers.values().forEach(this::unmap);
         peers.clear();
     }
