@@ -38,6 +38,10 @@ import java.util.Arrays;
  *
  * <h2>Thread safety</h2>
  * None: callers serialize access (the segmented arena holds its lock around every call).
+ *
+ * <p>One class on purpose, though long: the tree lives in flat arrays that every operation (descent,
+ * split, merge, the maxima's upkeep) reads and writes directly; behind accessors of another class they
+ * would cost the hot path, and the invariants (stated as asserts) would span two files.
  */
 final class FirstFitAllocator {
     /** Alignment and granule size of every slot. */

@@ -36,21 +36,16 @@ import java.time.Duration;
  * hold (creating one costs a commit and page faults); an idle one is unlinked when the cap needs room.
  *
  * <h2>Slot handles</h2>
- * A slot is a {@code long}, so the hot path allocates nothing:
- * <pre>
- *   63  62        52 51       40 39                              0
- *  +---+------------+-----------+--------------------------------+
- *  | 0 | generation |  position |          offset (bytes)        |
- *  +---+------------+-----------+--------------------------------+
- * </pre>
- * {@code position} indexes the segment table; {@code generation} changes whenever a position gets a
- * new segment, so a stale handle to a dedicated segment that is gone is refused instead of freeing a
- * slot of the segment that replaced it.
+ * A slot is a {@code long} laid out as {@link SlotHandle} says, so the hot path allocates nothing.
  *
  * <h2>Thread safety</h2>
  * All methods may be called from any thread (a sender and an ACK thread, typically). One lock guards
  * the segment table, the allocators and the counters, which keeps {@link #stats()} consistent; growth
  * (creating and committing a segment) happens under it too, so it briefly delays frees.
+ *
+ * <p>One class on purpose: the segment table, the allocators, idle dedicated segments and the counters
+ * change together under its one lock; the handle layout is {@link SlotHandle}'s and the capacity
+ * warnings are {@link CapacityWarnings}'.
  */
 public final class SegmentedArena implements AutoCloseable {
     /** {@link #reserve} returns this when the arena is at its cap or the file system is full. */
@@ -59,12 +54,6 @@ public final class SegmentedArena implements AutoCloseable {
     public static final int ALIGNMENT_BYTES = FirstFitAllocator.ALIGNMENT_BYTES;
 
     private static final Logger LOG = LoggerFactory.getLogger(SegmentedArena.class);
-    private static final int OFFSET_BITS = 40;
-    private static final int POSITION_BITS = 12;
-    private static final int GENERATION_BITS = 11;
-    private static final long OFFSET_MASK = (1L << OFFSET_BITS) - 1;
-    private static final int POSITION_MASK = (1 << POSITION_BITS) - 1;
-    private static final int GENERATION_MASK = (1 << GENERATION_BITS) - 1;
     private static final long PAGE_BYTES = 4096;
     private static final int NAME_ATTEMPTS = 8;
 
@@ -237,8 +226,7 @@ public final class SegmentedArena implements AutoCloseable {
 
     private long reserved(int position, long offset) {
         reserves++;
-        return ((long) generations[position] << (OFFSET_BITS + POSITION_BITS))
-            | ((long) position << OFFSET_BITS) | offset;
+        return SlotHandle.of(generations[position], position, offset);
     }
 
     /** Frees a slot; a stale, double or unknown handle changes nothing and is counted. */
@@ -308,7 +296,7 @@ public final class SegmentedArena implements AutoCloseable {
 
     /** The byte offset of a slot inside its segment. */
     public static long offset(long slot) {
-        return slot & OFFSET_MASK;
+        return SlotHandle.offset(slot);
     }
 
     /** An atomic snapshot of sizes and counters. */
@@ -414,7 +402,7 @@ public final class SegmentedArena implements AutoCloseable {
         segments[p] = segment;
         allocators[p] = new FirstFitAllocator(bytes);
         dedicated[p] = dedicatedSegment;
-        generations[p] = (generations[p] + 1) & GENERATION_MASK;
+        generations[p] = SlotHandle.nextGeneration(generations[p]);
         positionsInUse = Math.max(positionsInUse, p + 1);
         segmentCount++;
         listener.mapped(segment);
@@ -481,9 +469,8 @@ public final class SegmentedArena implements AutoCloseable {
         if (slot < 0) {
             return -1;
         }
-        int p = (int) (slot >>> OFFSET_BITS) & POSITION_MASK;
-        int generation = (int) (slot >>> (OFFSET_BITS + POSITION_BITS));
-        if (p >= positionsInUse || segments[p] == null || generations[p] != generation) {
+        int p = SlotHandle.position(slot);
+        if (p >= positionsInUse || segments[p] == null || generations[p] != SlotHandle.generation(slot)) {
             return -1;
         }
         return p;

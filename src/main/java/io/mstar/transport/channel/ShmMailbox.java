@@ -3,12 +3,10 @@ package io.mstar.transport.channel;
 import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.ConsumerLiveness;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.EntityInUseException;
 import io.mstar.transport.MstarTransportException;
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.PeerUnavailableException;
-import io.mstar.transport.SegmentAccessException;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
@@ -34,17 +32,12 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.Map;
-import java.util.Queue;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -60,18 +53,12 @@ import java.util.function.ToIntFunction;
  * The receiver holds its file's lock for its lifetime ({@link OwnedFile}). A process starting under the
  * entity of a dead one removes the dead one's mailbox and creates its own (a new incarnation); while the
  * old one's owner lives, it fails with {@link EntityInUseException}. Senders keep a descriptor on each
- * peer's file and check its lock at most every {@value #PEER_CHECK_INTERVAL_MS} ms: a dead peer's mapping
+ * peer's file and check its lock at most every {@value PeerMailboxes#CHECK_INTERVAL_MS} ms ({@link PeerMailboxes}): a dead peer's mapping
  * is dropped, a new incarnation at the name is mapped and used, and when none lives the send fails with
  * {@link PeerUnavailableException} instead of writing into a ring nobody reads. The check looks at the
  * inode the sender mapped, so removing a live mailbox's name by hand does not make its owner look dead.
  *
- * <pre>
- *   message (little-endian), type 1 = descriptors, 2 = ACKs:
- *  +----------+---------------------+-----------+-------------------------------------------+
- *  | u8 n     | sender entity (n B) | u16 count | count descriptor records | count x 16 B uuid |
- *  +----------+---------------------+-----------+-------------------------------------------+
- * </pre>
- * The ring buffer publishes a record by writing its positive length last (Agrona's rule). A sender
+ * Messages are laid out as {@link MailboxMessage} says. The ring buffer publishes a record by writing its positive length last (Agrona's rule). A sender
  * that dies between claiming and committing a record would block the ring: when the receiver sees no
  * progress past a pending record for {@value #UNBLOCK_AFTER_MS} ms, and a registered sender has died
  * meanwhile (its writer slot's lock is free, {@link MailboxDescriptor}), it calls
@@ -79,15 +66,17 @@ import java.util.function.ToIntFunction;
  *
  * <p>Needs the JVM flag {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} on JDK 25 (Agrona
  * 2.6's buffers use that package); {@link #open} checks for it first and names the flag.
+ *
+ * <p>One class on purpose: its receive side, its send loop and close share one guard (a thread touches
+ * a ring only between {@code enter()} and {@code exit()}); the peers' mappings are
+ * {@link PeerMailboxes}', the message layout {@link MailboxMessage}'s and the file layout
+ * {@link MailboxDescriptor}'s.
  */
 public final class ShmMailbox implements TensorChannel {
     private static final Logger LOG = LoggerFactory.getLogger(ShmMailbox.class);
 
-    static final long PEER_CHECK_INTERVAL_MS = 100;
     /** How long a new process waits for a mailbox at its name to be released before deciding its owner lives. */
     static final long TAKE_OVER_TIMEOUT_MS = 2000;
-    static final int DESCRIPTORS = 1;
-    static final int ACKS = 2;
     static final long UNBLOCK_AFTER_MS = 1000;
     private static final long SEND_TIMEOUT_NS = 30_000_000_000L;
 
@@ -100,9 +89,7 @@ public final class ShmMailbox implements TensorChannel {
     private final Sweeper sweeper;
     private volatile ConsumerLiveness producer; // told which consumer each descriptor batch went to
     private final ManyToOneRingBuffer inbox;
-    private final Map<String, Peer> peers = new ConcurrentHashMap<>();
-    private final Queue<Peer> retired = new ConcurrentLinkedQueue<>(); // unmapped once no thread is in a ring
-    private final Object mapping = new Object(); // serializes mapping new peers against close
+    private final PeerMailboxes peers;
     private final AtomicLong badMessages = new AtomicLong();
     private final AtomicLong unblocks = new AtomicLong();
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
@@ -118,65 +105,6 @@ public final class ShmMailbox implements TensorChannel {
     private final AtomicInteger inRing = new AtomicInteger();
     private final CloseOnce closer = new CloseOnce();
 
-    /** A peer's mailbox as this sender mapped it: one incarnation, with a descriptor to probe its lock. */
-    private static final class Peer {
-        final String entity;
-        final MappedSegment file;
-        final ManyToOneRingBuffer ring;
-        final long incarnation;
-        final int probeFd;
-        final int writerSlot; // -1 when every slot was taken
-        final CloseOnce closer = new CloseOnce();
-        volatile long nextCheckNs;
-
-        Peer(String entity, MappedSegment file, long incarnation, int probeFd) {
-            this.entity = entity;
-            this.file = file;
-            this.ring = ring(file);
-            this.incarnation = incarnation;
-            this.probeFd = probeFd;
-            this.writerSlot = register(file, probeFd);
-            this.nextCheckNs = System.nanoTime() + PEER_CHECK_INTERVAL_MS * 1_000_000L;
-        }
-
-        // Takes a free writer slot: the first one whose byte this open file can lock.
-        private static int register(MappedSegment file, int fd) {
-            for (int slot = 0; slot < MailboxDescriptor.WRITERS; slot++) {
-                long offset = MailboxDescriptor.writerSlotOffset(slot);
-                if (Posix.tryLockRange(fd, offset, 1, file.path())) {
-                    file.memory().set(ValueLayout.JAVA_BYTE, offset, (byte) 1);
-                    return slot;
-                }
-            }
-            LOG.warn("every writer slot of a mailbox is taken, writing unregistered: path={}, slots={}", file.path(),
-                MailboxDescriptor.WRITERS);
-            return -1;
-        }
-
-        /** What the producer is told the descriptors went to: this incarnation of the entity. */
-        String key() {
-            return entity + "@" + Long.toHexString(incarnation);
-        }
-
-        boolean ownerAlive() {
-            return !probeUnlocked(probeFd, file.path());
-        }
-
-        // Once: the last thread out of the rings and close() may both reach a retired peer.
-        void close() {
-            closer.close(() -> {
-                try {
-                    if (writerSlot >= 0) {
-                        file.memory().set(ValueLayout.JAVA_BYTE, MailboxDescriptor.writerSlotOffset(writerSlot), (byte) 0);
-                    }
-                    file.unmap();
-                } finally {
-                    Posix.close(probeFd, file.path()); // drops the writer slot's lock
-                }
-            });
-        }
-    }
-
     private record Message(int type, byte[] bytes) {
     }
 
@@ -187,7 +115,8 @@ public final class ShmMailbox implements TensorChannel {
         this.entity = deployment.entity();
         this.file = file;
         this.sweeper = sweeper;
-        this.inbox = ring(file);
+        this.peers = new PeerMailboxes(dir, namespace, entity);
+        this.inbox = PeerMailbox.ring(file);
         this.writersFd = Posix.open(file.path(), Posix.O_RDWR | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
         long incarnation;
         do {
@@ -251,7 +180,7 @@ public final class ShmMailbox implements TensorChannel {
                     + " the mailbox): path=" + dir.resolve(name) + ": give each process its own entity, or stop the"
                     + " other one first");
             }
-            sleepMs(10); // a sweep or a peer's probe holds it for a moment, or its owner lives
+            PeerMailboxes.sleepMs(10); // a sweep or a peer's probe holds it for a moment, or its owner lives
         }
     }
 
@@ -294,14 +223,14 @@ public final class ShmMailbox implements TensorChannel {
             return true; // closing: decide nothing for the transport
         }
         try {
-            Peer known = peers.get(name);
+            PeerMailbox known = peers.cached(name);
             if (known != null && (incarnation == 0 || known.incarnation == incarnation)) {
                 return known.ownerAlive();
             }
         } finally {
             exit();
         }
-        long live = liveIncarnation(name);
+        long live = peers.liveIncarnation(name);
         return live != 0 && (incarnation == 0 || live == incarnation);
     }
 
@@ -309,42 +238,12 @@ public final class ShmMailbox implements TensorChannel {
     @Override
     public boolean awaitPeer(String peer, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        while (liveIncarnation(ShmNames.checkEntity(peer)) == 0) {
+        while (peers.liveIncarnation(ShmNames.checkEntity(peer)) == 0) {
             if (System.nanoTime() > deadline) {
                 return false;
             }
             Thread.sleep(5);
         }
-        return true;
-    }
-
-    // The incarnation of the live, ready mailbox at the entity's name, or 0.
-    private long liveIncarnation(String peer) {
-        String path = dir.resolve(ShmNames.mailbox(namespace, peer)).toString();
-        int fd;
-        try {
-            fd = Posix.open(path, Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
-        } catch (NativeCallException e) {
-            return 0;
-        }
-        try {
-            return probeUnlocked(fd, path) ? 0 : readIncarnation(fd, path);
-        } finally {
-            Posix.close(fd, path);
-        }
-    }
-
-    private static long readIncarnation(int fd, String path) {
-        byte[] bytes = Posix.pread(fd, 8, MailboxDescriptor.INCARNATION_OFFSET, path);
-        return bytes.length < 8 ? 0 : ByteBuffer.wrap(bytes).order(ByteOrder.nativeOrder()).getLong();
-    }
-
-    // True when nobody holds the file's lock (its owner is dead); leaves it unlocked either way.
-    private static boolean probeUnlocked(int fd, String path) {
-        if (!Posix.flock(fd, Posix.LOCK_SH | Posix.LOCK_NB, path)) {
-            return false;
-        }
-        Posix.flock(fd, Posix.LOCK_UN, path);
         return true;
     }
 
@@ -354,7 +253,7 @@ public final class ShmMailbox implements TensorChannel {
      */
     @Override
     public void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors) {
-        String delivered = sendBatched(toEntity, DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
+        String delivered = sendBatched(toEntity, MailboxMessage.DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
             (message, d) -> message.position(message.position()
                 + DescriptorCodec.encode(d, MemorySegment.ofArray(message.array()), message.position())));
         ConsumerLiveness attached = producer;
@@ -366,7 +265,7 @@ public final class ShmMailbox implements TensorChannel {
     /** @throws PeerUnavailableException when {@code toEntity} never started, or died and has not come back */
     @Override
     public void sendAcks(String toEntity, Collection<UUID> uuids) {
-        sendBatched(toEntity, ACKS, uuids, uuid -> 16,
+        sendBatched(toEntity, MailboxMessage.ACKS, uuids, uuid -> MailboxMessage.UUID_LENGTH,
             (message, uuid) -> message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()));
     }
 
@@ -376,7 +275,7 @@ public final class ShmMailbox implements TensorChannel {
                                    BiConsumer<ByteBuffer, T> write) {
         enter();
         try {
-            Peer peer = peer(toEntity);
+            PeerMailbox peer = peers.get(toEntity);
             int max = peer.ring.maxMsgLength();
             ByteBuffer message = messages.get();
             int count = 0;
@@ -386,7 +285,7 @@ public final class ShmMailbox implements TensorChannel {
                     count = 0;
                 }
                 if (count == 0) {
-                    startMessage(message);
+                    MailboxMessage.start(message, entity);
                 }
                 write.accept(message, item);
                 count++;
@@ -400,27 +299,22 @@ public final class ShmMailbox implements TensorChannel {
         }
     }
 
-    private void startMessage(ByteBuffer message) {
-        message.clear();
-        message.put((byte) entity.length()).put(entity.getBytes(StandardCharsets.US_ASCII)).putShort((short) 0);
-    }
-
     // Called between enter() and exit().
-    private void flush(Peer peer, int type, ByteBuffer message, int count) {
-        message.putShort(1 + entity.length(), (short) count);
+    private void flush(PeerMailbox peer, int type, ByteBuffer message, int count) {
+        MailboxMessage.finish(message, entity, count);
         UnsafeBuffer source = new UnsafeBuffer(message.array(), 0, message.position());
         long start = System.nanoTime();
-        long nextCheck = start + PEER_CHECK_INTERVAL_MS * 1_000_000L;
+        long nextCheck = start + PeerMailboxes.CHECK_INTERVAL_MS * 1_000_000L;
         while (!peer.ring.write(type, source, 0, message.position())) {
             if (closer.isClosed()) {
                 throw closedException();
             }
             long now = System.nanoTime();
             if (now - nextCheck > 0) { // a full ring whose reader died never drains
-                nextCheck = now + PEER_CHECK_INTERVAL_MS * 1_000_000L;
+                nextCheck = now + PeerMailboxes.CHECK_INTERVAL_MS * 1_000_000L;
                 if (!peer.ownerAlive()) {
-                    retire(peer);
-                    throw unavailable(peer.entity, "died with its mailbox full");
+                    peers.retire(peer);
+                    throw peers.unavailable(peer.entity, "died with its mailbox full");
                 }
             }
             if (now - start > SEND_TIMEOUT_NS) {
@@ -453,7 +347,7 @@ public final class ShmMailbox implements TensorChannel {
         try {
             for (Message m : polled) {
                 try {
-                    dispatch(m.type, m.bytes, listener);
+                    MailboxMessage.dispatch(m.type, m.bytes, deployment, listener);
                 } catch (RuntimeException e) {
                     badMessages.incrementAndGet();
                     LOG.warn("mailbox message refused: entity={}, type={}, length={}: {}", entity, m.type,
@@ -527,46 +421,6 @@ public final class ShmMailbox implements TensorChannel {
         file.memory().set(ValueLayout.JAVA_BYTE, MailboxDescriptor.writerSlotOffset(slot), (byte) 0);
     }
 
-    private void dispatch(int type, byte[] bytes, Listener listener) {
-        ByteBuffer in = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-        int n = Byte.toUnsignedInt(in.get());
-        if (n == 0 || n > 64 || in.remaining() < n + 2) {
-            throw new DescriptorFormatException("sender", "bad sender name length " + n);
-        }
-        byte[] name = new byte[n];
-        in.get(name);
-        String from = new String(name, StandardCharsets.US_ASCII);
-        if (!ShmNames.isEntity(from)) {
-            throw new DescriptorFormatException("sender", "not an entity name");
-        }
-        int count = Short.toUnsignedInt(in.getShort());
-        if (type == ACKS) {
-            if (in.remaining() != 16 * count) {
-                throw new DescriptorFormatException("acks", count + " uuids need " + 16 * count + " bytes, found " + in.remaining());
-            }
-            List<UUID> uuids = new ArrayList<>(count);
-            for (int i = 0; i < count; i++) {
-                uuids.add(new UUID(in.getLong(), in.getLong()));
-            }
-            listener.acks(from, uuids);
-        } else if (type == DESCRIPTORS) {
-            MemorySegment records = MemorySegment.ofArray(bytes);
-            long p = in.position();
-            List<TensorDescriptor> descriptors = new ArrayList<>(count);
-            for (int i = 0; i < count; i++) {
-                int length = DescriptorCodec.recordLength(records, p, bytes.length - p);
-                descriptors.add(DescriptorCodec.decode(records, p, length, deployment));
-                p += length;
-            }
-            if (p != bytes.length) {
-                throw new DescriptorFormatException("length", (bytes.length - p) + " trailing bytes after " + count + " descriptors");
-            }
-            listener.descriptors(from, descriptors);
-        } else {
-            throw new DescriptorFormatException("type", "unknown message type " + type);
-        }
-    }
-
     private void enter() {
         if (!tryEnter()) {
             throw closedException();
@@ -585,109 +439,13 @@ public final class ShmMailbox implements TensorChannel {
     private void exit() {
         // The last thread out unmaps retired peers: a thread that could still use one is inside, and no
         // thread that enters later can find one.
-        if (inRing.decrementAndGet() == 0 && !retired.isEmpty()) {
-            for (Peer p; (p = retired.poll()) != null; ) {
-                p.close();
-            }
+        if (inRing.decrementAndGet() == 0 && peers.hasRetired()) {
+            peers.closeRetired();
         }
     }
 
     private IllegalStateException closedException() {
         return new IllegalStateException("mailbox is closed: entity=" + entity);
-    }
-
-    // Called between enter() and exit(): the cached mapping of the peer's live incarnation, checked at most
-    // every PEER_CHECK_INTERVAL_MS, or a new mapping of the incarnation that took its place.
-    private Peer peer(String toEntity) {
-        Peer known = peers.get(toEntity);
-        if (known != null) {
-            long now = System.nanoTime();
-            if (now - known.nextCheckNs < 0) {
-                return known;
-            }
-            known.nextCheckNs = now + PEER_CHECK_INTERVAL_MS * 1_000_000L;
-            if (known.ownerAlive()) {
-                return known;
-            }
-            retire(known);
-        }
-        synchronized (mapping) {
-            if (closer.isClosed()) {
-                throw closedException();
-            }
-            Peer current = peers.get(toEntity);
-            if (current != null) {
-                return current;
-            }
-            Peer mapped = mapPeer(ShmNames.checkEntity(toEntity));
-            peers.put(toEntity, mapped);
-            return mapped;
-        }
-    }
-
-    private void retire(Peer peer) {
-        if (peers.remove(peer.entity, peer)) {
-            retired.add(peer);
-            LOG.info("peer's mailbox owner is gone, dropping its mapping: entity={}, incarnation={}", peer.entity,
-                Long.toHexString(peer.incarnation));
-        }
-    }
-
-    private Peer mapPeer(String peer) {
-        String name = ShmNames.mailbox(namespace, peer);
-        for (int attempt = 0; ; attempt++) {
-            MappedSegment peerFile;
-            try {
-                peerFile = MappedSegment.openPeer(dir, name, MailboxDescriptor.FILE_BYTES, true);
-            } catch (SegmentAccessException e) {
-                throw unavailable(peer, "has no mailbox (it is not running in this deployment, or it died): "
-                    + e.getMessage());
-            }
-            int fd = -1;
-            boolean ok = false;
-            try {
-                long incarnation = peerFile.memory().get(ValueLayout.JAVA_LONG, MailboxDescriptor.INCARNATION_OFFSET);
-                fd = Posix.open(peerFile.path(), Posix.O_RDWR | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
-                if (incarnation != 0 && readIncarnation(fd, peerFile.path()) == incarnation) {
-                    if (probeUnlocked(fd, peerFile.path())) {
-                        throw unavailable(peer, "died and has not come back (its mailbox is unowned)");
-                    }
-                    ok = true;
-                    return new Peer(peer, peerFile, incarnation, fd);
-                }
-            } catch (NativeCallException e) {
-                // the file went away between mapping and probing: look again
-            } finally {
-                if (!ok) {
-                    peerFile.unmap();
-                    if (fd >= 0) {
-                        Posix.close(fd, peerFile.path());
-                    }
-                }
-            }
-            if (attempt == 100) { // 0.5 s
-                throw unavailable(peer, "is starting: its mailbox is not ready yet (wait with awaitPeer)");
-            }
-            sleepMs(5);
-        }
-    }
-
-    private PeerUnavailableException unavailable(String peer, String what) {
-        return new PeerUnavailableException(peer, "peer unavailable: entity " + peer + " " + what + ": namespace="
-            + namespace + ", dir=" + dir);
-    }
-
-    private static void sleepMs(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new MstarTransportException("interrupted", e);
-        }
-    }
-
-    private static ManyToOneRingBuffer ring(MappedSegment file) {
-        return new ManyToOneRingBuffer(new UnsafeBuffer(file.memory().address(), MailboxDescriptor.RING_FILE_BYTES));
     }
 
     /** Messages that could not be decoded or whose listener threw. */
@@ -714,18 +472,12 @@ public final class ShmMailbox implements TensorChannel {
     }
 
     private void release() {
-        synchronized (mapping) {
-            // Empty: a peer being mapped now is in `peers` once this passes; later ones see the mailbox closed.
-        }
+        peers.stopMapping();
         ShutdownCleanup.unregister(this);
         while (inRing.get() > 0) { // each holder leaves within one ring operation or one write attempt
             Thread.onSpinWait();
         }
-        peers.values().forEach(Peer::close);
-        peers.clear();
-        for (Peer p; (p = retired.poll()) != null; ) {
-            p.close();
-        }
+        peers.closeAll();
         try {
             Posix.close(writersFd, file.path());
             file.close();

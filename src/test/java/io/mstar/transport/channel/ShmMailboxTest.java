@@ -103,7 +103,7 @@ class ShmMailboxTest {
                  MailboxDescriptor.FILE_BYTES, true)) {
             ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(), MailboxDescriptor.RING_FILE_BYTES));
             byte[] garbage = {8, 'p', 'r', 'o', 'd', 'u', 'c', 'e', 'r', 1, 0, 'x', 'y'};
-            assertTrue(ring.write(ShmMailbox.DESCRIPTORS, new UnsafeBuffer(garbage), 0, garbage.length));
+            assertTrue(ring.write(MailboxMessage.DESCRIPTORS, new UnsafeBuffer(garbage), 0, garbage.length));
             producer.sendDescriptors("consumer", List.of(descriptor(1)));
             Inbox inbox = new Inbox();
             drain(consumer, inbox, 2);
@@ -129,7 +129,7 @@ class ShmMailboxTest {
             raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
             ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(),
                 MailboxDescriptor.RING_FILE_BYTES));
-            assertTrue(ring.tryClaim(ShmMailbox.DESCRIPTORS, 100) >= 0); // claimed, and the writer stalls
+            assertTrue(ring.tryClaim(MailboxMessage.DESCRIPTORS, 100) >= 0); // claimed, and the writer stalls
             producer.sendDescriptors("consumer", List.of(descriptor(2)));
             Inbox inbox = new Inbox();
             long start = System.nanoTime();
@@ -152,7 +152,7 @@ class ShmMailboxTest {
             int doomed = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
             assertTrue(Posix.tryLockRange(doomed, slot, 1, raw.path()));
             raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
-            assertTrue(ring.tryClaim(ShmMailbox.DESCRIPTORS, 100) >= 0);
+            assertTrue(ring.tryClaim(MailboxMessage.DESCRIPTORS, 100) >= 0);
             Posix.close(doomed, raw.path());
             producer.sendDescriptors("consumer", List.of(descriptor(3)));
             long claimedAndDied = System.nanoTime();
@@ -189,7 +189,7 @@ class ShmMailboxTest {
             ShmMailbox consumer = ShmMailbox.open(shm.deployment("mailbox-test", "consumer"));
             producer.sendDescriptors("consumer", List.of(descriptor(1))); // maps the consumer's ring
             consumer.close();
-            Thread.sleep(ShmMailbox.PEER_CHECK_INTERVAL_MS + 50);
+            Thread.sleep(PeerMailboxes.CHECK_INTERVAL_MS + 50);
             PeerUnavailableException e = assertThrows(PeerUnavailableException.class,
                 () -> producer.sendDescriptors("consumer", List.of(descriptor(2))));
             assertEquals("consumer", e.entity());

@@ -1,0 +1,191 @@
+package io.mstar.transport.channel;
+
+import io.mstar.transport.MstarTransportException;
+import io.mstar.transport.NativeCallException;
+import io.mstar.transport.PeerUnavailableException;
+import io.mstar.transport.SegmentAccessException;
+import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.posix.Posix;
+import io.mstar.transport.shm.MappedSegment;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/**
+ * The sender side of one mailbox: the peers' mailboxes it writes to, each mapped once per incarnation.
+ * A cached mapping is trusted for {@value #CHECK_INTERVAL_MS} ms, then its owner's lock is probed: a dead
+ * peer's mapping is retired and a new incarnation at the name is mapped; when none lives, the send fails
+ * with {@link PeerUnavailableException}. The probe looks at the inode that was mapped, so removing a live
+ * mailbox's name by hand does not make its owner look dead.
+ *
+ * <p>Retired mappings are unmapped by {@link #closeRetired()}, which the owning mailbox calls when no
+ * thread is inside a ring (a thread that could still use one is inside, and none that enters later can
+ * find one). Thread-safe.
+ */
+final class PeerMailboxes {
+    private static final Logger LOG = LoggerFactory.getLogger(PeerMailboxes.class);
+    static final long CHECK_INTERVAL_MS = 100;
+
+    private final Path dir;
+    private final Namespace namespace;
+    private final String entity; // ours, for messages
+    private final Map<String, PeerMailbox> peers = new ConcurrentHashMap<>();
+    private final Queue<PeerMailbox> retired = new ConcurrentLinkedQueue<>();
+    private final Object mapping = new Object(); // serializes mapping new peers against close
+    private boolean closed; // guarded by mapping
+
+    PeerMailboxes(Path dir, Namespace namespace, String entity) {
+        this.dir = dir;
+        this.namespace = namespace;
+        this.entity = entity;
+    }
+
+    /**
+     * The cached mapping of the peer's live incarnation, or a new mapping of the incarnation that took its
+     * place. Call it inside the owning mailbox's ring guard.
+     *
+     * @throws PeerUnavailableException when the peer never started, or died and has not come back
+     * @throws IllegalStateException    when the mailbox is closing
+     */
+    PeerMailbox get(String toEntity) {
+        PeerMailbox known = peers.get(toEntity);
+        if (known != null) {
+            long now = System.nanoTime();
+            if (now - known.nextCheckNs < 0) {
+                return known;
+            }
+            known.nextCheckNs = now + CHECK_INTERVAL_MS * 1_000_000L;
+            if (known.ownerAlive()) {
+                return known;
+            }
+            retire(known);
+        }
+        synchronized (mapping) {
+            if (closed) {
+                throw new IllegalStateException("mailbox is closed: entity=" + entity);
+            }
+            PeerMailbox current = peers.get(toEntity);
+            if (current != null) {
+                return current;
+            }
+            PeerMailbox mapped = map(ShmNames.checkEntity(toEntity));
+            peers.put(toEntity, mapped);
+            return mapped;
+        }
+    }
+
+    /** The cached mapping of the peer, if any (no check). */
+    PeerMailbox cached(String peer) {
+        return peers.get(peer);
+    }
+
+    /** Drops a peer whose owner died; its mapping goes at the next {@link #closeRetired()}. */
+    void retire(PeerMailbox peer) {
+        if (peers.remove(peer.entity, peer)) {
+            retired.add(peer);
+            LOG.info("peer's mailbox owner is gone, dropping its mapping: entity={}, incarnation={}", peer.entity,
+                Long.toHexString(peer.incarnation));
+        }
+    }
+
+    /** Unmaps the retired peers: only when no thread is inside a ring. */
+    void closeRetired() {
+        for (PeerMailbox p; (p = retired.poll()) != null; ) {
+            p.close();
+        }
+    }
+
+    boolean hasRetired() {
+        return !retired.isEmpty();
+    }
+
+    /** The incarnation of the live, ready mailbox at the entity's name, or 0. */
+    long liveIncarnation(String peer) {
+        String path = dir.resolve(ShmNames.mailbox(namespace, peer)).toString();
+        int fd;
+        try {
+            fd = Posix.open(path, Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
+        } catch (NativeCallException e) {
+            return 0;
+        }
+        try {
+            return PeerMailbox.probeUnlocked(fd, path) ? 0 : PeerMailbox.readIncarnation(fd, path);
+        } finally {
+            Posix.close(fd, path);
+        }
+    }
+
+    /** No peer is mapped from now on; a mapping in progress ends first. */
+    void stopMapping() {
+        synchronized (mapping) {
+            closed = true;
+        }
+    }
+
+    /** Unmaps every peer: only after {@link #stopMapping()} and when no thread is inside a ring. */
+    void closeAll() {
+        peers.values().forEach(PeerMailbox::close);
+        peers.clear();
+        closeRetired();
+    }
+
+    private PeerMailbox map(String peer) {
+        String name = ShmNames.mailbox(namespace, peer);
+        for (int attempt = 0; ; attempt++) {
+            MappedSegment peerFile;
+            try {
+                peerFile = MappedSegment.openPeer(dir, name, MailboxDescriptor.FILE_BYTES, true);
+            } catch (SegmentAccessException e) {
+                throw unavailable(peer, "has no mailbox (it is not running in this deployment, or it died): "
+                    + e.getMessage());
+            }
+            int fd = -1;
+            boolean ok = false;
+            try {
+                long incarnation = peerFile.memory().get(ValueLayout.JAVA_LONG, MailboxDescriptor.INCARNATION_OFFSET);
+                fd = Posix.open(peerFile.path(), Posix.O_RDWR | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
+                if (incarnation != 0 && PeerMailbox.readIncarnation(fd, peerFile.path()) == incarnation) {
+                    if (PeerMailbox.probeUnlocked(fd, peerFile.path())) {
+                        throw unavailable(peer, "died and has not come back (its mailbox is unowned)");
+                    }
+                    ok = true;
+                    return new PeerMailbox(peer, peerFile, incarnation, fd, CHECK_INTERVAL_MS * 1_000_000L);
+                }
+            } catch (NativeCallException e) {
+                // the file went away between mapping and probing: look again
+            } finally {
+                if (!ok) {
+                    peerFile.unmap();
+                    if (fd >= 0) {
+                        Posix.close(fd, peerFile.path());
+                    }
+                }
+            }
+            if (attempt == 100) { // 0.5 s
+                throw unavailable(peer, "is starting: its mailbox is not ready yet (wait with awaitPeer)");
+            }
+            sleepMs(5);
+        }
+    }
+
+    PeerUnavailableException unavailable(String peer, String what) {
+        return new PeerUnavailableException(peer, "peer unavailable: entity " + peer + " " + what + ": namespace="
+            + namespace + ", dir=" + dir);
+    }
+
+    static void sleepMs(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MstarTransportException("interrupted", e);
+        }
+    }
+}
