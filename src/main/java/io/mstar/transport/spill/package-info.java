@@ -1,2 +1,2 @@
-/** The file-per-tensor transport: a transport of its own and the arena's spill path. */
+/** A file per tensor: the spill store the arena and the file transport share, and the file transport. */
 package io.mstar.transport.spill;
