@@ -89,7 +89,7 @@ public final class ArenaTransport implements TensorTransport {
         this.writer = new SlotWriter(arena, ladder, inFlight, spill, counters);
         this.maintenance = new Maintenance(arena.entity());
         this.consumers = new ConsumerWatch(inFlight, fanOut, counters, maintenance);
-        this.device = new DevicePath(config, arena, peers, writer, this::receive);
+        this.device = new DevicePath(config, arena, peers, writer, this::receive, this::checkOpen);
         this.deviceTransfers = Optional.of(device);
         this.consumerLiveness = Optional.of(consumers);
         this.stats = logStats ? new StatsFile(arena.owner()) : null;

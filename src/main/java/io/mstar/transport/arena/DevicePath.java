@@ -36,18 +36,23 @@ final class DevicePath implements DeviceTransfers {
     private final PeerSegments peers;
     private final SlotWriter writer;
     private final Function<TensorDescriptor, ReceivedTensor> receive;
+    private final Runnable checkOpen;
     private CudaStatus cudaStatus;   // guarded by this; null until the first device call
     private CopyEngine copyEngine;   // guarded by this
     private PinnedSegments pinned;   // guarded by this
 
-    /** @param receive opens a received tensor (the transport's receive, which counts it) */
+    /**
+     * @param receive   opens a received tensor (the transport's receive, which counts it)
+     * @param checkOpen throws once the transport is closed
+     */
     DevicePath(TransportConfig config, SegmentedArena arena, PeerSegments peers, SlotWriter writer,
-               Function<TensorDescriptor, ReceivedTensor> receive) {
+               Function<TensorDescriptor, ReceivedTensor> receive, Runnable checkOpen) {
         this.config = config;
         this.arena = arena;
         this.peers = peers;
         this.writer = writer;
         this.receive = receive;
+        this.checkOpen = checkOpen;
     }
 
     @Override
@@ -57,6 +62,7 @@ final class DevicePath implements DeviceTransfers {
 
     @Override
     public StagedBatch stageFromDevice(List<StagingRequest<DeviceTensor>> requests, boolean sourcesSynchronized) {
+        checkOpen.run();
         CopyEngine engine = copyEngine();
         int n = requests.stream().mapToInt(r -> r.tensors().size()).sum();
         List<UUID> uuids = new ArrayList<>(n);
@@ -129,6 +135,7 @@ final class DevicePath implements DeviceTransfers {
 
     @Override
     public CompletableFuture<TensorDescriptor> copyToDevice(TensorDescriptor d, long devicePointer) {
+        checkOpen.run();
         CopyEngine engine = copyEngine();
         ReceivedTensor view = receive.apply(d);
         try {

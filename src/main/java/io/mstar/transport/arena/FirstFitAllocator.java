@@ -119,7 +119,7 @@ final class FirstFitAllocator {
         int i = firstFit(node, length);
         int start = keys[i];
         int size = values[i];
-        assert size >= length : "the maxima route to a leaf holding a block that fits: size=" + size + ", length=" + length;
+        assert size >= length : "the maxima route to a leaf holding a block that fits";
         if (size == length) {
             removeAt(node, i - node * FANOUT);
             freeBlocks--;

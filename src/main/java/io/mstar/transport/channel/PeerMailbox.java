@@ -26,16 +26,15 @@ final class PeerMailbox {
     private final int probeFd;
     private final int writerSlot; // -1 when every slot was taken
     private final CloseOnce closer = new CloseOnce();
-    volatile long nextCheckNs;
+    volatile long nextCheckNs; // when its owner's lock is probed next (PeerMailboxes)
 
-    PeerMailbox(String entity, MappedSegment file, long incarnation, int probeFd, long checkIntervalNs) {
+    PeerMailbox(String entity, MappedSegment file, long incarnation, int probeFd) {
         this.entity = entity;
         this.file = file;
         this.ring = ring(file);
         this.incarnation = incarnation;
         this.probeFd = probeFd;
         this.writerSlot = register(file, probeFd);
-        this.nextCheckNs = System.nanoTime() + checkIntervalNs;
     }
 
     /** The ring of a mailbox file (ours or a peer's). */

@@ -156,7 +156,7 @@ final class PeerMailboxes {
                         throw unavailable(peer, "died and has not come back (its mailbox is unowned)");
                     }
                     ok = true;
-                    return new PeerMailbox(peer, peerFile, incarnation, fd, CHECK_INTERVAL_MS * 1_000_000L);
+                    return new PeerMailbox(peer, peerFile, incarnation, fd);
                 }
             } catch (NativeCallException e) {
                 // the file went away between mapping and probing: look again
