@@ -12,10 +12,7 @@ public record DeviceTensor(DType dtype, long[] shape, long devicePointer) {
     public DeviceTensor {
         Objects.requireNonNull(dtype, "dtype");
         shape = shape.clone();
-        if (shape.length > Tensor.MAX_RANK) {
-            throw new IllegalArgumentException("tensor rank exceeds " + Tensor.MAX_RANK + ": shape=" + Arrays.toString(shape));
-        }
-        Tensor.byteSize(dtype, shape);
+        Tensor.byteSize(dtype, shape); // checks the rank and the dimensions
         if (devicePointer == 0) {
             throw new IllegalArgumentException("device pointer is null");
         }

@@ -20,9 +20,6 @@ public record Tensor(DType dtype, long[] shape, MemorySegment data) implements S
         Objects.requireNonNull(dtype, "dtype");
         Objects.requireNonNull(data, "data");
         shape = shape.clone();
-        if (shape.length > MAX_RANK) {
-            throw new IllegalArgumentException("tensor rank exceeds " + MAX_RANK + ": shape=" + Arrays.toString(shape));
-        }
         long expected = byteSize(dtype, shape);
         if (data.byteSize() != expected) {
             throw new IllegalArgumentException("tensor bytes do not match shape x item size: dtype=" + dtype
@@ -56,8 +53,11 @@ public record Tensor(DType dtype, long[] shape, MemorySegment data) implements S
         return data.byteSize();
     }
 
-    /** {@code product(shape) x itemBytes}, refusing negative dimensions and overflow. */
+    /** {@code product(shape) x itemBytes}, refusing a rank above {@value #MAX_RANK}, negative dimensions and overflow. */
     public static long byteSize(DType dtype, long[] shape) {
+        if (shape.length > MAX_RANK) {
+            throw new IllegalArgumentException("tensor rank exceeds " + MAX_RANK + ": shape=" + Arrays.toString(shape));
+        }
         long bytes = dtype.itemBytes();
         for (long dim : shape) {
             if (dim < 0) {

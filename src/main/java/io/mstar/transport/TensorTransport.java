@@ -54,6 +54,15 @@ public interface TensorTransport extends AutoCloseable {
         return DescriptorCodec.encode(send(requestId, List.of(tensor)).getFirst(), out, offset);
     }
 
+    /**
+     * Claims room for one tensor of {@code dtype} and {@code shape}, for the producer to write in place and
+     * then publish (see {@link TensorClaim}): the zero-copy send. The room follows the capacity ladder as a
+     * send does: a slot, else a wait for ACKs, else a spill file mapped writable.
+     *
+     * @throws CapacityException as {@link #send(String, List)} does
+     */
+    TensorClaim claim(String requestId, DType dtype, long... shape);
+
     /** ACKs one tensor by the two halves of its uuid; allocates nothing on the arena's path. */
     default void ack(long uuidMsb, long uuidLsb) {
         ack(List.of(new UUID(uuidMsb, uuidLsb)));

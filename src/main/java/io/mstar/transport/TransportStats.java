@@ -19,6 +19,7 @@ package io.mstar.transport;
  * @param partiallyAcked     fan-out tensors that some but not all of their consumers have ACKed, now
  * @param ttlReclaims        slots reclaimed because no ACK came within {@code MSTAR_SHM_ARENA_SLOT_TTL_S}
  * @param deadConsumerReclaims tensors freed because the consumer they went to died
+ * @param claimsAbandoned    claims neither published nor aborted when their transport closed (freed then)
  * @param tensorsReceived    tensors opened or copied by this process as a consumer
  * @param mappedPeerSegments peer segments mapped now
  * @param pinnedBytes        bytes of mapped segments registered with CUDA
@@ -41,6 +42,7 @@ public record TransportStats(
     int partiallyAcked,
     long ttlReclaims,
     long deadConsumerReclaims,
+    long claimsAbandoned,
     long tensorsReceived,
     int mappedPeerSegments,
     long pinnedBytes,
@@ -54,7 +56,7 @@ public record TransportStats(
             + " backpressureWaits=" + backpressureWaits + " backpressureWaitMs=" + backpressureWaitNs / 1_000_000
             + " acks=" + acks + " unknownAcks=" + unknownAcks + " ignoredAcks=" + ignoredAcks
             + " partiallyAcked=" + partiallyAcked + " ttlReclaims=" + ttlReclaims
-            + " deadConsumerReclaims=" + deadConsumerReclaims
+            + " deadConsumerReclaims=" + deadConsumerReclaims + " claimsAbandoned=" + claimsAbandoned
             + " tensorsReceived=" + tensorsReceived + " mappedPeerSegments=" + mappedPeerSegments
             + " pinnedBytes=" + pinnedBytes + " pinnedSegments=" + pinnedSegments + " cuda=\"" + cuda + "\""
             + (arena == null ? "" : " " + arena.toLogLine());

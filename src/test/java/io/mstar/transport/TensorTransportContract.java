@@ -119,6 +119,76 @@ public abstract class TensorTransportContract {
     }
 
     @Test
+    void aClaimWrittenInPlaceAndPublishedArrivesAndItsAckFreesIt() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        TensorDescriptor d;
+        long expected;
+        try (TensorClaim claim = producer.claim("request-3", DType.F32, 4, 8)) {
+            MemorySegment room = claim.memory();
+            assertEquals(4 * 8 * 4, room.byteSize());
+            for (int i = 0; i < 32; i++) {
+                room.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, i * 0.5f);
+            }
+            expected = crc(room);
+            assertEquals(0, producer.statsSummary().inFlight(), "not in flight before it is published");
+            d = claim.publish();
+            assertEquals(claim.uuid(), d.uuid());
+            assertThrows(IllegalStateException.class, claim::publish, "published once");
+            assertThrows(IllegalStateException.class, claim::memory, "the producer's memory no more");
+        }
+        assertEquals("request-3", d.requestId());
+        assertArrayEquals(new long[] {4, 8}, d.shape());
+        assertEquals(1, producer.statsSummary().inFlight(), "closing a published claim changes nothing");
+        try (ReceivedTensor in = consumer.receive(d)) {
+            assertEquals(expected, crc(in.data()));
+        }
+        producer.ack(List.of(d.uuid()));
+        TransportStats stats = producer.statsSummary();
+        assertEquals(0, stats.inFlight());
+        assertEquals(1, stats.tensorsSent());
+        assertEquals(1, stats.acks());
+    }
+
+    @Test
+    void aClaimPublishesItsRecordInPlaceAndAnAbortedOnePublishesNothing() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        MemorySegment buffer = MemorySegment.ofArray(new byte[1024]);
+        TensorClaim claim = producer.claim("request-4", DType.U8, 100);
+        claim.memory().fill((byte) 7);
+        int length = claim.publish(buffer, 8);
+        TensorDescriptor d = DescriptorCodec.decode(buffer, 8, length, deployment("consumer"));
+        try (ReceivedTensor in = consumer.receive(d)) {
+            assertEquals(crc(MemorySegment.ofArray(new byte[100]).fill((byte) 7)), crc(in.data()));
+        }
+        producer.ack(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits());
+
+        TensorClaim aborted = producer.claim("request-5", DType.I64, 16);
+        aborted.abort();
+        assertThrows(IllegalStateException.class, aborted::abort);
+        try (TensorClaim dropped = producer.claim("request-6", DType.U8, 0)) { // closed unpublished: aborted
+            assertEquals(0, dropped.memory().byteSize());
+        }
+        TransportStats stats = producer.statsSummary();
+        assertEquals(0, stats.inFlight());
+        assertEquals(1, stats.tensorsSent(), "only the published claim was sent");
+        assertEquals(0, stats.claimsAbandoned());
+    }
+
+    @Test
+    void aClaimOpenWhenItsTransportClosesIsFreedAndCounted() {
+        TensorTransport producer = create("producer");
+        TensorClaim open = producer.claim("request-7", DType.U8, 4096);
+        open.memory().fill((byte) 1);
+        producer.close();
+        assertEquals(1, producer.statsSummary().claimsAbandoned());
+        assertThrows(IllegalStateException.class, () -> producer.claim("r", DType.U8, 1));
+        assertThrows(IllegalArgumentException.class, () -> open("p2").claim("r", DType.U8, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+            "rank above 8");
+    }
+
+    @Test
     void copyToCallerMemoryAndBatchReceive() {
         TensorTransport producer = open("producer");
         TensorTransport consumer = open("consumer");

@@ -1,11 +1,13 @@
 package io.mstar.transport.arena;
 
 import io.mstar.transport.ConsumerLiveness;
+import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.DeviceTransfers;
 import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportConfig;
@@ -121,6 +123,12 @@ public final class ArenaTransport implements TensorTransport {
     }
 
     @Override
+    public TensorClaim claim(String requestId, DType dtype, long... shape) {
+        checkOpen();
+        return writer.claim(requestId, dtype, shape.clone());
+    }
+
+    @Override
     public ReceivedTensor receive(TensorDescriptor d) {
         checkOpen();
         ReceivedTensor tensor = d.placement() == Placement.SPILL ? spill.read(d) : peers.open(d);
@@ -214,6 +222,7 @@ public final class ArenaTransport implements TensorTransport {
     public void close() {
         closer.close(() -> {
             ShutdownCleanup.unregister(this);
+            counters.abandonOpenClaims(arena.entity());
             maintenance.close(); // a publish in progress ends before the stats file goes
             if (stats != null) {
                 stats.close();

@@ -2,7 +2,9 @@ package io.mstar.transport.arena;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Placement;
+import io.mstar.transport.Shaped;
 import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Owner;
@@ -89,6 +91,49 @@ final class SlotWriter {
                 inFlight.release(msb, lsb, null);
             }
         }
+    }
+
+    /**
+     * Claims room for one tensor: a slot, or where the ladder says spill, a file of its own mapped
+     * writable. Neither is in flight before it is published.
+     */
+    TensorClaim claim(String requestId, DType dtype, long[] shape) {
+        long nbytes = Tensor.byteSize(dtype, shape);
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        long msb = random.nextLong();
+        long lsb = random.nextLong();
+        long slot = ladder.reserve(nbytes);
+        if (slot == SegmentedArena.FULL) {
+            return spill.claim(requestId, dtype, shape, new UUID(msb, lsb), counters, true);
+        }
+        counters.claimOpened();
+        MemorySegment memory = arena.segmentMemory(slot).asSlice(SegmentedArena.offset(slot), nbytes);
+        return new SlotClaim(this, requestId, dtype, shape, nbytes, msb, lsb, slot, memory);
+    }
+
+    /** A claimed slot is in flight from now on: its descriptor. */
+    TensorDescriptor publish(UUID uuid, String requestId, DType dtype, long[] shape, long nbytes, long slot) {
+        counters.claimEnded();
+        inFlight.track(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), slot, nbytes);
+        return describe(uuid, requestId, dtype, shape, nbytes, slot);
+    }
+
+    /** A claimed slot is in flight from now on: its descriptor's record, written at {@code offset} of {@code out}. */
+    int publish(long msb, long lsb, String requestId, DType dtype, Shaped shape, long nbytes, long slot,
+                MemorySegment out, long offset) {
+        counters.claimEnded();
+        inFlight.track(msb, lsb, slot, nbytes);
+        int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), dtype, shape, nbytes, Placement.ARENA,
+            arena.segmentName(slot), SegmentedArena.offset(slot), out, offset);
+        counters.sent(nbytes);
+        return length;
+    }
+
+    /** A claimed slot goes back to the allocator. */
+    void abort(long slot) {
+        counters.claimEnded();
+        arena.free(slot);
+        ladder.freed();
     }
 
     /** A slot for the tensor, tracked in flight from now on; or {@link SegmentedArena#FULL}: spill it. */

@@ -2,6 +2,8 @@ package io.mstar.transport.metrics;
 
 import io.mstar.transport.ArenaStats;
 import io.mstar.transport.TransportStats;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -10,6 +12,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link TransportStats} snapshot. Thread-safe; counting allocates nothing.
  */
 public final class TransportCounters {
+    private static final Logger LOG = LoggerFactory.getLogger(TransportCounters.class);
     private final AtomicLong tensorsSent = new AtomicLong();
     private final AtomicLong bytesSent = new AtomicLong();
     private final AtomicLong spills = new AtomicLong();
@@ -22,6 +25,8 @@ public final class TransportCounters {
     private final AtomicLong ttlReclaims = new AtomicLong();
     private final AtomicLong deadConsumerReclaims = new AtomicLong();
     private final AtomicLong tensorsReceived = new AtomicLong();
+    private final AtomicLong openClaims = new AtomicLong();
+    private final AtomicLong claimsAbandoned = new AtomicLong();
 
     /** A tensor was sent, into the arena or a file of its own. */
     public void sent(long nbytes) {
@@ -60,6 +65,28 @@ public final class TransportCounters {
         deadConsumerReclaims.addAndGet(tensors);
     }
 
+    /** A claim was made; {@link #claimEnded()} when it is published or aborted. */
+    public void claimOpened() {
+        openClaims.incrementAndGet();
+    }
+
+    public void claimEnded() {
+        openClaims.decrementAndGet();
+    }
+
+    /**
+     * At close: the claims still open are abandoned (their room is freed with the transport), counted, and
+     * reported in one warning.
+     */
+    public void abandonOpenClaims(String entity) {
+        long open = openClaims.getAndSet(0);
+        if (open > 0) {
+            claimsAbandoned.addAndGet(open);
+            LOG.warn("transport closed with claims neither published nor aborted: entity={}, claims={} (freed; counted"
+                + " in claimsAbandoned)", entity, open);
+        }
+    }
+
     /** A tensor was opened or copied by this process as a consumer. */
     public void received() {
         tensorsReceived.incrementAndGet();
@@ -74,7 +101,8 @@ public final class TransportCounters {
                                    int mappedPeerSegments, long pinnedBytes, int pinnedSegments, String cuda) {
         return new TransportStats(transport, arena, tensorsSent.get(), bytesSent.get(), inFlight, spills.get(),
             spillBytes.get(), waits.get(), waitNs.get(), acks.get(), unknownAcks.get(), ignoredAcks.get(),
-            partiallyAcked, ttlReclaims.get(), deadConsumerReclaims.get(), tensorsReceived.get(), mappedPeerSegments,
+            partiallyAcked, ttlReclaims.get(), deadConsumerReclaims.get(), claimsAbandoned.get(), tensorsReceived.get(),
+            mappedPeerSegments,
             pinnedBytes, pinnedSegments, cuda);
     }
 }

@@ -90,6 +90,16 @@ public final class MappedSegment implements AutoCloseable {
         return mapOwned(name, file, sizeBytes, true, false);
     }
 
+    /**
+     * Commits {@code sizeBytes} of an owned file and maps it read-write for any thread (a spill file claimed
+     * for the producer to write in place). Closing the mapping leaves the file to its owner.
+     *
+     * @throws ShmFullException when the file system cannot back {@code sizeBytes}
+     */
+    public static MappedSegment mapShared(String name, OwnedFile file, long sizeBytes) {
+        return mapOwned(name, file, sizeBytes, false, false);
+    }
+
     private static MappedSegment mapOwned(String name, OwnedFile file, long sizeBytes, boolean confined,
                                           boolean removeOnClose) {
         try {

@@ -1,10 +1,12 @@
 package io.mstar.transport.spill;
 
 import io.mstar.transport.ConsumerLiveness;
+import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.DeviceTransfers;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
@@ -80,6 +82,12 @@ public final class FileTransport implements TensorTransport {
     }
 
     @Override
+    public TensorClaim claim(String requestId, DType dtype, long... shape) {
+        checkOpen();
+        return files.claim(requestId, dtype, shape.clone(), Owner.newUuid(), counters, false);
+    }
+
+    @Override
     public ReceivedTensor receive(TensorDescriptor d) {
         checkOpen();
         ReceivedTensor tensor = files.read(d);
@@ -138,6 +146,7 @@ public final class FileTransport implements TensorTransport {
     public void close() {
         closer.close(() -> {
             ShutdownCleanup.unregister(this);
+            counters.abandonOpenClaims(entity);
             try {
                 files.close();
             } finally {

@@ -1,6 +1,7 @@
 package io.mstar.transport.spill;
 
 import io.mstar.transport.CapacityException;
+import io.mstar.transport.DType;
 import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
@@ -8,6 +9,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
+import io.mstar.transport.metrics.TransportCounters;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.shm.MappedView;
 import io.mstar.transport.shm.ShmFullException;
@@ -48,6 +50,12 @@ public final class SpillStore implements AutoCloseable {
     private record InFlight(OwnedFile file, long sentAtNs) {
     }
 
+    /** A file claimed and not yet published: its mapping goes with it when the store closes. */
+    private record Claimed(OwnedFile file, MappedSegment mapping) {
+    }
+
+    private final Map<UUID, Claimed> claimed = new ConcurrentHashMap<>();
+
     /** @param owner whose spill files these are */
     public SpillStore(Owner owner) {
         this.owner = owner;
@@ -74,6 +82,53 @@ public final class SpillStore implements AutoCloseable {
             Placement.SPILL, name, 0);
     }
 
+    /**
+     * Claims a file of its own for one tensor, mapped writable, for the producer to write in place. It
+     * counts in {@code counters} as sent, or spilled when {@code spill}, once published.
+     *
+     * @throws CapacityException     when the file system cannot hold it
+     * @throws IllegalStateException when the store is closed
+     */
+    public FileClaim claim(String requestId, DType dtype, long[] shape, UUID uuid, TransportCounters counters,
+                           boolean spill) {
+        long nbytes = Tensor.byteSize(dtype, shape);
+        String name = owner.spillName(uuid);
+        TensorDescriptor d = new TensorDescriptor(uuid, requestId, owner.entity(), dtype, shape, nbytes,
+            Placement.SPILL, name, 0);
+        writing.readLock().lock();
+        try {
+            if (closer.isClosed()) {
+                throw new IllegalStateException("spill store is closed: entity=" + owner.entity());
+            }
+            OwnedFile file = OwnedFile.create(owner.dir(), name);
+            MappedSegment mapping = null;
+            try {
+                mapping = nbytes == 0 ? null : MappedSegment.mapShared(name, file, nbytes);
+            } catch (ShmFullException e) {
+                file.close();
+                throw noRoom(nbytes, e);
+            }
+            claimed.put(uuid, new Claimed(file, mapping));
+            return new FileClaim(this, counters, spill, d, mapping);
+        } finally {
+            writing.readLock().unlock();
+        }
+    }
+
+    /** A claimed file becomes a tensor in flight. */
+    void publish(UUID uuid) {
+        Claimed c = claimed.remove(uuid);
+        if (c == null) {
+            throw new IllegalStateException("claim is gone (its transport closed): uuid=" + uuid);
+        }
+        owned.put(uuid, new InFlight(c.file(), System.nanoTime()));
+    }
+
+    private CapacityException noRoom(long nbytes, ShmFullException e) {
+        return new CapacityException("no room for a spill file: dir=" + owner.dir() + ", nbytes=" + nbytes
+            + ": free shared memory (the doctor command lists what holds it) or give it a larger size", e);
+    }
+
     private OwnedFile createAndFill(String name, Tensor tensor) {
         long nbytes = tensor.nbytes();
         Path dir = owner.dir();
@@ -88,8 +143,7 @@ public final class SpillStore implements AutoCloseable {
             ok = true;
             return file;
         } catch (ShmFullException e) {
-            throw new CapacityException("no room for a spill file: dir=" + dir + ", nbytes=" + nbytes
-                + ": free shared memory (the doctor command lists what holds it) or give it a larger size", e);
+            throw noRoom(nbytes, e);
         } finally {
             if (!ok) {
                 file.close();
@@ -119,8 +173,13 @@ public final class SpillStore implements AutoCloseable {
         }
     }
 
-    /** Removes the file of an owned tensor; false when the uuid is not one of ours in flight. */
+    /** Removes the file of an owned tensor (or of a claim); false when the uuid is not one of ours in flight. */
     public boolean release(UUID uuid) {
+        Claimed c = claimed.remove(uuid);
+        if (c != null) {
+            c.file().close();
+            return true;
+        }
         InFlight f = owned.remove(uuid);
         if (f == null) {
             return false;
@@ -163,6 +222,13 @@ public final class SpillStore implements AutoCloseable {
             try {
                 owned.values().forEach(f -> f.file().close());
                 owned.clear();
+                claimed.values().forEach(c -> {
+                    if (c.mapping() != null) {
+                        c.mapping().unmap(); // a write still in progress fails with an exception, never a crash
+                    }
+                    c.file().close();
+                });
+                claimed.clear();
             } finally {
                 writing.writeLock().unlock();
             }

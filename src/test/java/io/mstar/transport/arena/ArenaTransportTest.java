@@ -7,6 +7,7 @@ import io.mstar.transport.Deployment;
 import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -79,6 +81,30 @@ class ArenaTransportTest {
             producer.ack(sent.stream().map(TensorDescriptor::uuid).toList());
             assertEquals(0, producer.statsSummary().inFlight());
             assertEquals(0, producer.statsSummary().arena().liveSlots());
+        }
+    }
+
+    @Test
+    void aClaimAtTheCapGetsAFileOfItsOwnAndAnOpenClaimIsNeverReclaimedByTheTtl() throws Exception {
+        try (ArenaTransport producer = transport(config(TransportConfig.SLOT_TTL_S, "0.05"), "p", 1);
+             ArenaTransport consumer = transport(config(), "c", 1)) {
+            TensorClaim slot = producer.claim("r", DType.U8, SEGMENT);
+            TensorClaim file = producer.claim("r", DType.U8, 1000);
+            Thread.sleep(300); // several TTL periods: what is claimed is not in flight yet
+            slot.memory().fill((byte) 3);
+            file.memory().fill((byte) 4);
+            TensorDescriptor inSlot = slot.publish();
+            TensorDescriptor inFile = file.publish();
+            assertEquals(Placement.ARENA, inSlot.placement());
+            assertEquals(Placement.SPILL, inFile.placement(), "the one segment is full: the claim spilled");
+            assertEquals(1, producer.statsSummary().spills());
+            try (ReceivedTensor a = consumer.receive(inSlot); ReceivedTensor b = consumer.receive(inFile)) {
+                assertEquals(3, a.data().get(ValueLayout.JAVA_BYTE, SEGMENT - 1));
+                assertEquals(4, b.data().get(ValueLayout.JAVA_BYTE, 999));
+            }
+            assertEquals(0, producer.statsSummary().ttlReclaims());
+            producer.ack(List.of(inSlot.uuid(), inFile.uuid()));
+            assertEquals(0, producer.statsSummary().inFlight());
         }
     }
 

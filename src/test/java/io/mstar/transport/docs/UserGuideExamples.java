@@ -10,6 +10,7 @@ import io.mstar.transport.StagedBatch;
 import io.mstar.transport.StagingRequest;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
+import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
@@ -53,6 +54,15 @@ final class UserGuideExamples {
         List<TensorDescriptor> descriptors = transport.send("request-17", List.of(image));
         // end::send[]
         return descriptors;
+    }
+
+    static void claim(TensorTransport transport, TensorChannel channel, Consumer<MemorySegment> fill) {
+        // tag::claim[]
+        try (TensorClaim claim = transport.claim("request-17", DType.F32, 1024, 1024)) {
+            fill.accept(claim.memory());                    // write the tensor in place: no copy
+            channel.sendDescriptors("speech-0", List.of(claim.publish()));
+        }                                                   // closed unpublished (an exception): aborted
+        // end::claim[]
     }
 
     static void receive(TensorTransport transport, TensorChannel channel, TensorDescriptor descriptor,

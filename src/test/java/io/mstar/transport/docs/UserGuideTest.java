@@ -94,7 +94,7 @@ class UserGuideTest {
             TensorChannel.Listener producerListener = UserGuideExamples.producerListener(producer, d -> { });
             try (TensorChannel producerBox = UserGuideExamples.mailbox(producerSide, producer, producerListener, descriptors)) {
                 // The consumer reads each tensor in place, copies it out, and ACKs it to its producer.
-                MemorySegment copy = MemorySegment.ofArray(new byte[(int) bytes.byteSize()]);
+                MemorySegment copy = MemorySegment.ofArray(new byte[4 << 20]); // as large as the largest tensor
                 List<MemorySegment> seen = new ArrayList<>();
                 TensorChannel.Listener consumerListener = UserGuideExamples.producerListener(consumer,
                     d -> UserGuideExamples.receive(consumer, consumerBox, d, seen::add, copy));
@@ -102,6 +102,12 @@ class UserGuideTest {
                 assertEquals(1, seen.size());
                 assertEquals(1, producerBox.receive(producerListener, Duration.ofSeconds(5)));
                 assertEquals(0, producer.statsSummary().inFlight(), "the consumer's ACK freed the tensor");
+
+                UserGuideExamples.claim(producer, producerBox, room -> room.fill((byte) 9));
+                assertEquals(1, consumerBox.receive(consumerListener, Duration.ofSeconds(5)));
+                assertEquals(2, seen.size());
+                assertEquals(1, producerBox.receive(producerListener, Duration.ofSeconds(5)));
+                assertEquals(0, producer.statsSummary().inFlight(), "the claimed tensor arrived and was ACKed");
 
                 MemorySegment record = MemorySegment.ofArray(new byte[1024]);
                 UserGuideExamples.hotLoop(producer, Tensor.of(DType.U8, bytes, bytes.byteSize()), record);
