@@ -1,0 +1,128 @@
+package io.mstar.transport.xbench;
+
+import io.aeron.Aeron;
+import io.aeron.FragmentAssembler;
+import io.aeron.Publication;
+import io.aeron.Subscription;
+import io.aeron.driver.MediaDriver;
+import io.aeron.driver.ThreadingMode;
+import io.aeron.logbuffer.FragmentHandler;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Aeron IPC: the consumer's JVM embeds the media driver (shared threading mode, as suits two cores);
+ * every loop idles with the same backoff as the library's mailbox (spin, yield, then park up to 100 us); payloads go on one IPC stream (term length 128 MiB, so a 16 MiB payload
+ * is one message), one-byte ACKs come back on another. The producer fills its own buffer and
+ * {@code offer}s it (one copy into the log, as the arena's send path copies into a slot); the consumer
+ * reads the payload in place (or as Aeron reassembled it) and checks every byte.
+ */
+final class AeronPeer {
+    private static final String DATA = "aeron:ipc?term-length=128m";
+    private static final String ACKS = "aeron:ipc";
+    private static final int DATA_STREAM = 1001;
+    private static final int ACK_STREAM = 1002;
+
+    private AeronPeer() {
+    }
+
+    private static String aeronDir(String dir) {
+        return Path.of(dir, "aeron").toString();
+    }
+
+    static void consumer(String dir) {
+        Protocol.Verifier verifier = new Protocol.Verifier();
+        MediaDriver.Context driverContext = new MediaDriver.Context()
+            .aeronDirectoryName(aeronDir(dir))
+            .dirDeleteOnStart(true)
+            .dirDeleteOnShutdown(true)
+            .threadingMode(ThreadingMode.SHARED)
+            .sharedIdleStrategy(new BackoffIdleStrategy(16, 8, 1_000, 100_000));
+        AtomicBoolean done = new AtomicBoolean();
+        try (MediaDriver driver = MediaDriver.launchEmbedded(driverContext);
+             Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(driver.aeronDirectoryName()));
+             Subscription data = aeron.addSubscription(DATA, DATA_STREAM);
+             Publication acks = aeron.addExclusivePublication(ACKS, ACK_STREAM)) {
+            System.out.println("READY");
+            UnsafeBuffer ack = new UnsafeBuffer(new byte[1]);
+            IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+            FragmentHandler handler = new FragmentAssembler((buffer, offset, length, header) -> {
+                if (length == 1) {
+                    done.set(true);
+                } else {
+                    verifier.check(segment(buffer, offset, length));
+                }
+                while (acks.offer(ack, 0, 1) < 0) {
+                    idle.idle();
+                }
+                idle.reset();
+            });
+            IdleStrategy pollIdle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+            while (!done.get()) {
+                pollIdle.idle(data.poll(handler, 16));
+            }
+            // The driver outlives the producer's client: a client whose driver is gone exits its JVM.
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (data.imageCount() > 0 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+                pollIdle.idle();
+            }
+        }
+        System.out.println(verifier.summary());
+    }
+
+    // The bytes in place: in the term (native) or, for a reassembled message, the assembler's buffer.
+    private static MemorySegment segment(DirectBuffer buffer, int offset, int length) {
+        byte[] array = buffer.byteArray();
+        return array != null
+            ? MemorySegment.ofArray(array).asSlice(buffer.wrapAdjustment() + offset, length)
+            : MemorySegment.ofAddress(buffer.addressOffset() + offset).reinterpret(length);
+    }
+
+    static void producer(String dir, double seconds) throws Exception {
+        try (Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir(dir)));
+             Publication data = aeron.addExclusivePublication(DATA, DATA_STREAM);
+             Subscription acks = aeron.addSubscription(ACKS, ACK_STREAM);
+             Arena arena = Arena.ofShared()) {
+            while (!data.isConnected() || !acks.isConnected()) {
+                Thread.sleep(1);
+            }
+            MemorySegment source = arena.allocate(Protocol.SIZES[Protocol.SIZES.length - 1], 4096);
+            UnsafeBuffer buffer = new UnsafeBuffer(source.address(), (int) source.byteSize());
+            IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+            Producer loop = new Producer() {
+                @Override
+                void send(long seq, long size) {
+                    Protocol.fill(source.asSlice(0, size), seq);
+                    while (data.offer(buffer, 0, (int) size) < 0) {
+                        idle.idle();
+                    }
+                    idle.reset();
+                }
+            };
+            AtomicBoolean running = new AtomicBoolean(true);
+            Thread acker = Thread.ofPlatform().daemon().start(() -> {
+                IdleStrategy ackIdle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+                FragmentHandler onAck = (b, o, l, h) -> loop.acked();
+                while (running.get()) {
+                    ackIdle.idle(acks.poll(onAck, 64));
+                }
+            });
+            loop.run(seconds);
+            UnsafeBuffer end = new UnsafeBuffer(new byte[1]);
+            while (data.offer(end, 0, 1) < 0) {
+                idle.idle();
+            }
+            Thread.sleep(200); // the end marker's ACK
+            running.set(false);
+            acker.join(5000);
+        }
+    }
+}

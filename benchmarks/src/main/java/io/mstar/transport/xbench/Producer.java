@@ -1,0 +1,88 @@
+package io.mstar.transport.xbench;
+
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The producer's loop, the same for every peer: per size, warm up, then send for the measured time with at
+ * most {@link Protocol#window} payloads unACKed, recording each payload's send-to-ACK time; prints one
+ * {@code ROW} line per size. ACKs arrive in order, so the n-th ACK is payload n's.
+ */
+abstract class Producer {
+    private static final int MAX_SAMPLES = 1 << 22;
+
+    private final long[] sentAt = new long[1 << 16];
+    private final long[] samples = new long[MAX_SAMPLES];
+    private volatile Semaphore permits;
+    private volatile long measureFrom = Long.MAX_VALUE;
+    private volatile long measureTo = Long.MAX_VALUE;
+    private long acked;     // written by the ACK thread only
+    private int sampleCount;
+
+    /** Fills payload {@code seq} of {@code size} bytes and sends it. */
+    abstract void send(long seq, long size) throws Exception;
+
+    /** Tells the consumer that this size is over (so that it does not wait for more). */
+    void endOfSize(long size) throws Exception {
+    }
+
+    /** Called by the peer's ACK thread for each ACK, in order. */
+    final void acked() {
+        long seq = acked++;
+        if (seq >= measureFrom && seq < measureTo && sampleCount < MAX_SAMPLES) {
+            samples[sampleCount++] = System.nanoTime() - sentAt[(int) (seq & (sentAt.length - 1))];
+        }
+        permits.release();
+    }
+
+    final void run(double seconds) throws Exception {
+        for (long size : Protocol.SIZES) {
+            int window = Protocol.window(size);
+            synchronized (this) {
+                acked = 0;
+                sampleCount = 0;
+                measureFrom = Long.MAX_VALUE;
+                measureTo = Long.MAX_VALUE;
+                permits = new Semaphore(window);
+            }
+            long seq = 0;
+            long warmUntil = System.nanoTime() + (long) (seconds * 0.5e9);
+            while (System.nanoTime() < warmUntil) {
+                seq = sendOne(seq, size);
+            }
+            measureFrom = seq;
+            long start = System.nanoTime();
+            long end = start + (long) (seconds * 1e9);
+            while (System.nanoTime() < end) {
+                seq = sendOne(seq, size);
+            }
+            measureTo = seq;
+            long elapsed = System.nanoTime() - start;
+            if (!permits.tryAcquire(window, 60, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("ACKs stopped: size=" + size + ", sent=" + seq + ", acked=" + acked);
+            }
+            endOfSize(size);
+            long payloads = measureTo - measureFrom;
+            long[] sorted;
+            synchronized (this) {
+                sorted = Arrays.copyOf(samples, sampleCount);
+            }
+            Arrays.sort(sorted);
+            System.out.printf(Locale.ROOT, "ROW %d %.1f %.4f %.2f %.2f%n", size, payloads / (elapsed / 1e9),
+                payloads * size / (elapsed / 1e9) / 1e9, percentile(sorted, 0.50) / 1e3, percentile(sorted, 0.99) / 1e3);
+        }
+    }
+
+    private long sendOne(long seq, long size) throws Exception {
+        permits.acquire();
+        sentAt[(int) (seq & (sentAt.length - 1))] = System.nanoTime();
+        send(seq, size);
+        return seq + 1;
+    }
+
+    private static double percentile(long[] sorted, double p) {
+        return sorted.length == 0 ? Double.NaN : sorted[(int) Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+    }
+}

@@ -1,0 +1,118 @@
+package io.mstar.transport.xbench;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.zip.CRC32C;
+
+/**
+ * What every peer does alike. The producer fills each payload (every byte set to {@code seq} mod
+ * {@link #values}) and sends it; the consumer computes CRC32C over every byte and compares it with the
+ * CRC of the fill it expects next (payloads arrive in order), then ACKs; the producer keeps at most
+ * {@link #window} payloads unACKed. A payload from a reused slot or a torn write fails the check.
+ */
+final class Protocol {
+    static final long[] SIZES = {4 << 10, 64 << 10, 1 << 20, 16 << 20};
+
+    private Protocol() {
+    }
+
+    /** Payloads in flight: 64, or 4 at 16 MiB and above. */
+    static int window(long size) {
+        return size >= 16 << 20 ? 4 : 64;
+    }
+
+    /** How many distinct fills a size uses: twice its window, so a payload of a reused slot never passes. */
+    static int values(long size) {
+        return 2 * window(size);
+    }
+
+    /** Sets every byte of the payload for {@code seq}: the producer's own fill. */
+    static void fill(MemorySegment payload, long seq) {
+        payload.fill((byte) (seq % values(payload.byteSize())));
+    }
+
+    static long crc(MemorySegment data) {
+        CRC32C crc = new CRC32C();
+        crc.update(data.asByteBuffer());
+        return crc.getValue();
+    }
+
+    /** The consumer's check: the CRC of every fill of every size, computed once at start. */
+    static final class Verifier {
+        private final Map<Long, long[]> expected = new HashMap<>();
+        private long next;
+        private long size = -1;
+        private long corrupted;
+        private long verified;
+
+        Verifier() {
+            try (Arena scratch = Arena.ofConfined()) {
+                for (long size : SIZES) {
+                    MemorySegment buffer = scratch.allocate(size, 4096);
+                    long[] crcs = new long[values(size)];
+                    for (int v = 0; v < crcs.length; v++) {
+                        buffer.fill((byte) v);
+                        crcs[v] = crc(buffer);
+                    }
+                    expected.put(size, crcs);
+                }
+            }
+        }
+
+        /** Checks the next payload in order; returns false (and counts it) when a byte is wrong. */
+        boolean check(MemorySegment payload) {
+            if (payload.byteSize() != size) { // each size starts its sequence at 0
+                size = payload.byteSize();
+                next = 0;
+            }
+            long seq = next++;
+            long[] crcs = expected.get(size);
+            boolean ok = crcs != null && crc(payload) == crcs[(int) (seq % crcs.length)];
+            if (ok) {
+                verified++;
+            } else {
+                corrupted++;
+            }
+            return ok;
+        }
+
+        String summary() {
+            return "VERIFIED " + verified + " CORRUPTED " + corrupted;
+        }
+    }
+
+    /** A single-process reference: {bytes/s} of memcpy, the fill, or CRC32C over {@code size} bytes. */
+    static double reference(String what, long size, double seconds) {
+        try (Arena arena = Arena.ofConfined()) {
+            int copies = (int) Math.max(1, (256L << 20) / size); // rotate over 256 MiB: fresh memory like slots
+            MemorySegment source = arena.allocate(size, 4096);
+            source.fill((byte) 1);
+            MemorySegment targets = arena.allocate(size * copies, 4096);
+            targets.fill((byte) 0);
+            long n = 0;
+            long sink = 0;
+            long start = System.nanoTime();
+            while (System.nanoTime() - start < seconds * 1e9) {
+                MemorySegment target = targets.asSlice((n++ % copies) * size, size);
+                switch (what) {
+                    case "memcpy" -> MemorySegment.copy(source, 0, target, 0, size);
+                    case "fill" -> fill(target, n);
+                    case "crc32c" -> sink += crc(target);
+                    default -> throw new IllegalArgumentException(what);
+                }
+            }
+            double elapsed = (System.nanoTime() - start) / 1e9;
+            if (sink == 42) {
+                System.out.print("");
+            }
+            return n * size / elapsed;
+        }
+    }
+
+    static long readSeq(MemorySegment header) {
+        return header.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+    }
+}

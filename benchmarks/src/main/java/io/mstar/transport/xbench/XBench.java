@@ -1,0 +1,230 @@
+package io.mstar.transport.xbench;
+
+import io.mstar.transport.lifecycle.OwnedFile;
+import io.mstar.transport.lifecycle.Owner;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The cross-process benchmark. For each run and each peer, a fresh consumer JVM and a fresh producer JVM
+ * go through every size (warm-up, then the measured time) under {@link Protocol}; then the single-process
+ * references (memcpy, the fill, CRC32C) run here. Prints per size and peer the median and min..max over the
+ * runs of GB/s, payloads/s and the send-to-ACK p99, the ratios against Aeron IPC and the fill, and writes
+ * {@code target/xbench/results.csv} and {@code target/xbench/gbps.svg}.
+ *
+ * <pre>
+ *   mvn -q test-compile exec:exec@xbench [-Dxbench.args="RUNS SECONDS [PEER,PEER...]"]
+ * </pre>
+ */
+public final class XBench {
+    static final List<String> PEERS = List.of("arena-send", "arena-claim", "aeron-ipc", "uds", "file");
+    static final List<String> REFERENCES = List.of("memcpy", "fill", "crc32c");
+
+    private XBench() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("child")) {
+            child(args);
+            return;
+        }
+        int runs = args.length > 0 ? Integer.parseInt(args[0]) : 3;
+        double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 1.5;
+        List<String> peers = args.length > 2 ? List.of(args[2].split(",")) : PEERS;
+        PrintStream out = System.out;
+        // column -> size -> one {payloads/s, GB/s, p50 us, p99 us} per run
+        Map<String, Map<Long, List<double[]>>> results = new LinkedHashMap<>();
+        long corrupted = 0;
+        OwnedFile workDir = OwnedFile.createDirectory(Path.of("/dev/shm"), "mstar-demo-" + Owner.newNonce());
+        try {
+            for (int run = 1; run <= runs; run++) {
+                for (String peer : peers) {
+                    Path dir = Files.createDirectories(Path.of(workDir.path(), peer + "-" + run));
+                    corrupted += pair(peer, dir, seconds, results.computeIfAbsent(peer, p -> new LinkedHashMap<>()));
+                    out.println("run " + run + " " + peer + " done");
+                }
+                for (String reference : REFERENCES) {
+                    for (long size : Protocol.SIZES) {
+                        double bytesPerSecond = Protocol.reference(reference, size, Math.min(1.0, seconds));
+                        results.computeIfAbsent(reference, r -> new LinkedHashMap<>())
+                            .computeIfAbsent(size, s -> new ArrayList<>())
+                            .add(new double[] {bytesPerSecond / size, bytesPerSecond / 1e9, Double.NaN, Double.NaN});
+                    }
+                }
+            }
+        } finally {
+            deleteTree(Path.of(workDir.path()));
+            workDir.close();
+        }
+        Path target = Files.createDirectories(Path.of("target/xbench"));
+        report(out, results, runs, corrupted);
+        Files.writeString(target.resolve("results.csv"), csv(results));
+        Files.writeString(target.resolve("gbps.svg"), Plot.svg(results));
+        out.println("wrote target/xbench/results.csv and target/xbench/gbps.svg");
+        if (corrupted > 0) {
+            System.exit(1);
+        }
+    }
+
+    // Runs one consumer and one producer JVM through every size; returns the corrupted payloads.
+    private static long pair(String peer, Path dir, double seconds, Map<Long, List<double[]>> rows)
+        throws IOException, InterruptedException {
+        Process consumer = start("consumer", peer, dir, seconds);
+        Process producer = null;
+        try {
+            BufferedReader consumerOut = reader(consumer);
+            String line = consumerOut.readLine();
+            if (!"READY".equals(line)) {
+                throw new IllegalStateException(peer + " consumer did not start: " + line);
+            }
+            producer = start("producer", peer, dir, seconds);
+            BufferedReader producerOut = reader(producer);
+            while ((line = producerOut.readLine()) != null) {
+                if (line.startsWith("ROW ")) {
+                    String[] f = line.split(" ");
+                    rows.computeIfAbsent(Long.parseLong(f[1]), s -> new ArrayList<>()).add(new double[] {
+                        Double.parseDouble(f[2]), Double.parseDouble(f[3]), Double.parseDouble(f[4]),
+                        Double.parseDouble(f[5])});
+                }
+            }
+            if (!producer.waitFor(60, TimeUnit.SECONDS) || producer.exitValue() != 0) {
+                throw new IllegalStateException(peer + " producer failed: exit " + producer.exitValue());
+            }
+            String verdict = null;
+            while ((line = consumerOut.readLine()) != null) {
+                if (line.startsWith("VERIFIED ")) {
+                    verdict = line;
+                }
+            }
+            if (!consumer.waitFor(60, TimeUnit.SECONDS) || verdict == null) {
+                throw new IllegalStateException(peer + " consumer did not finish");
+            }
+            return Long.parseLong(verdict.split(" ")[3]);
+        } finally {
+            consumer.destroyForcibly();
+            if (producer != null) {
+                producer.destroyForcibly();
+            }
+        }
+    }
+
+    private static Process start(String role, String peer, Path dir, double seconds) throws IOException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+            "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp", System.getProperty("java.class.path"), XBench.class.getName(),
+            "child", role, peer, dir.toString(), Double.toString(seconds)));
+        return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    }
+
+    private static BufferedReader reader(Process p) {
+        return new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+    }
+
+    private static void child(String[] args) throws Exception {
+        String role = args[1];
+        String peer = args[2];
+        String dir = args[3];
+        double seconds = Double.parseDouble(args[4]);
+        boolean producer = role.equals("producer");
+        switch (peer) {
+            case "arena-send", "arena-claim", "file" -> {
+                if (producer) {
+                    ArenaPeer.producer(peer, dir, seconds);
+                } else {
+                    ArenaPeer.consumer(peer, dir);
+                }
+            }
+            case "aeron-ipc" -> {
+                if (producer) {
+                    AeronPeer.producer(dir, seconds);
+                } else {
+                    AeronPeer.consumer(dir);
+                }
+            }
+            case "uds" -> {
+                if (producer) {
+                    SocketPeer.producer(dir, seconds);
+                } else {
+                    SocketPeer.consumer(dir);
+                }
+            }
+            default -> throw new IllegalArgumentException("unknown peer: " + peer + ", known: " + PEERS);
+        }
+        System.exit(0); // daemon threads of the peers end with the JVM
+    }
+
+    /** {median, min, max} of one column over the runs. */
+    static double[] stats(List<double[]> rows, int column) {
+        double[] v = rows.stream().mapToDouble(r -> r[column]).sorted().toArray();
+        int n = v.length;
+        return new double[] {n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0], v[n - 1]};
+    }
+
+    private static void report(PrintStream out, Map<String, Map<Long, List<double[]>>> results, int runs, long corrupted) {
+        out.println();
+        out.printf(Locale.ROOT, "median (min..max) of %d runs; corrupted payloads: %d%n", runs, corrupted);
+        for (long size : Protocol.SIZES) {
+            out.printf(Locale.ROOT, "%n%s, window %d%n", human(size), Protocol.window(size));
+            out.printf(Locale.ROOT, "  %-12s %-24s %-26s %-10s %-10s %s%n", "peer", "GB/s", "payloads/s", "p50 us",
+                "p99 us", "vs aeron-ipc, vs fill");
+            double aeron = results.containsKey("aeron-ipc") ? stats(results.get("aeron-ipc").get(size), 1)[0] : Double.NaN;
+            double fill = stats(results.get("fill").get(size), 1)[0];
+            results.forEach((column, bySize) -> {
+                List<double[]> rows = bySize.get(size);
+                if (rows == null) {
+                    return;
+                }
+                double[] gb = stats(rows, 1);
+                double[] rate = stats(rows, 0);
+                out.printf(Locale.ROOT, "  %-12s %-24s %-26s %-10s %-10s %.2f, %.2f%n", column,
+                    String.format(Locale.ROOT, "%.2f (%.2f..%.2f)", gb[0], gb[1], gb[2]),
+                    String.format(Locale.ROOT, "%.0f (%.0f..%.0f)", rate[0], rate[1], rate[2]),
+                    Double.isNaN(stats(rows, 2)[0]) ? "-" : String.format(Locale.ROOT, "%.1f", stats(rows, 2)[0]),
+                    Double.isNaN(stats(rows, 3)[0]) ? "-" : String.format(Locale.ROOT, "%.1f", stats(rows, 3)[0]),
+                    gb[0] / aeron, gb[0] / fill);
+            });
+        }
+    }
+
+    private static String csv(Map<String, Map<Long, List<double[]>>> results) {
+        StringBuilder csv = new StringBuilder("column,size,run,payloads_per_s,gb_per_s,p50_us,p99_us\n");
+        results.forEach((column, bySize) -> bySize.forEach((size, rows) -> {
+            for (int i = 0; i < rows.size(); i++) {
+                double[] r = rows.get(i);
+                csv.append(String.format(Locale.ROOT, "%s,%d,%d,%.1f,%.4f,%.2f,%.2f%n", column, size, i + 1, r[0], r[1],
+                    r[2], r[3]));
+            }
+        }));
+        return csv.toString();
+    }
+
+    static String human(long size) {
+        return size >= 1 << 20 ? (size >> 20) + " MiB" : (size >> 10) + " KiB";
+    }
+
+    private static void deleteTree(Path root) throws IOException {
+        if (!Files.exists(root)) {
+            return;
+        }
+        try (var walk = Files.walk(root)) {
+            for (Path p : walk.sorted((a, b) -> b.getNameCount() - a.getNameCount()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+}
