@@ -43,6 +43,9 @@ final class ArenaPeer {
         Deployment deployment = deployment(peer, dir, "consumer");
         Protocol.Verifier verifier = new Protocol.Verifier();
         boolean[] done = new boolean[1];
+        boolean coalesce = Boolean.getBoolean("xbench.coalesceAcks");
+        List<UUID> pending = new ArrayList<>();
+        String[] producer = new String[1];
         try (TensorTransport transport = TensorTransports.create(deployment, false);
              TensorChannel mailbox = TensorChannels.mailbox(deployment)) {
             System.out.println("READY");
@@ -60,7 +63,12 @@ final class ArenaPeer {
                         }
                         acks.add(d.uuid());
                     }
-                    mailbox.sendAcks(from, acks);
+                    if (coalesce) { // one ACK message per poll, for every payload it delivered
+                        pending.addAll(acks);
+                        producer[0] = from;
+                    } else {
+                        mailbox.sendAcks(from, acks);
+                    }
                 }
 
                 @Override
@@ -69,6 +77,10 @@ final class ArenaPeer {
             };
             while (!done[0]) {
                 mailbox.receive(listener, Duration.ofMillis(100));
+                if (!pending.isEmpty()) {
+                    mailbox.sendAcks(producer[0], pending);
+                    pending.clear();
+                }
             }
         }
         System.out.println(verifier.summary());

@@ -126,8 +126,14 @@ public final class XBench {
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-cp", System.getProperty("java.class.path"), XBench.class.getName(),
-            "child", role, peer, dir.toString(), Double.toString(seconds)));
+            "-Dxbench.coalesceAcks=" + Boolean.getBoolean("xbench.coalesceAcks"),
+            "-cp", System.getProperty("java.class.path")));
+        // Extra flags for both JVMs of a pair, e.g. -Dxbench.jvmArgs=-Xlog:gc:file=/tmp/gc-%p.log
+        String extra = System.getProperty("xbench.jvmArgs", "").trim();
+        if (!extra.isEmpty()) {
+            command.addAll(List.of(extra.split("\\s+")));
+        }
+        command.addAll(List.of(XBench.class.getName(), "child", role, peer, dir.toString(), Double.toString(seconds)));
         return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 
