@@ -40,15 +40,18 @@ final class MailboxMessage {
     private MailboxMessage() {
     }
 
-    /** Starts a message from {@code sender} in a little-endian buffer; the count follows with {@link #finish}. */
-    static void start(ByteBuffer message, String sender) {
+    /**
+     * Starts a message from a sender (its entity name in ASCII) in a little-endian buffer; the count follows
+     * with {@link #finish}.
+     */
+    static void start(ByteBuffer message, byte[] senderAscii) {
         message.clear();
-        message.put((byte) sender.length()).put(sender.getBytes(StandardCharsets.US_ASCII)).putShort((short) 0);
+        message.put((byte) senderAscii.length).put(senderAscii).putShort((short) 0);
     }
 
-    /** Writes the count of items the message holds. */
-    static void finish(ByteBuffer message, String sender, int count) {
-        message.putShort(1 + sender.length(), (short) count);
+    /** Writes the count of items the message holds, behind a sender name of {@code senderLength} bytes. */
+    static void finish(ByteBuffer message, int senderLength, int count) {
+        message.putShort(1 + senderLength, (short) count);
     }
 
     /**

@@ -25,6 +25,7 @@ final class PeerMailbox {
     final long incarnation;
     private final int probeFd;
     private final int writerSlot; // -1 when every slot was taken
+    private final String key;
     private final CloseOnce closer = new CloseOnce();
     volatile long nextCheckNs; // when its owner's lock is probed next (PeerMailboxes)
 
@@ -35,6 +36,7 @@ final class PeerMailbox {
         this.incarnation = incarnation;
         this.probeFd = probeFd;
         this.writerSlot = register(file, probeFd);
+        this.key = entity + "@" + Long.toHexString(incarnation);
     }
 
     /** The ring of a mailbox file (ours or a peer's). */
@@ -58,7 +60,7 @@ final class PeerMailbox {
 
     /** What the producer is told the descriptors went to: this incarnation of the entity. */
     String key() {
-        return entity + "@" + Long.toHexString(incarnation);
+        return key;
     }
 
     boolean ownerAlive() {

@@ -32,6 +32,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -94,8 +95,8 @@ public final class ShmMailbox implements TensorChannel {
     private final AtomicLong unblocks = new AtomicLong();
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
     // One message buffer per sending thread, as large as any peer's largest message: sends allocate none.
-    private final ThreadLocal<ByteBuffer> messages =
-        ThreadLocal.withInitial(() -> ByteBuffer.allocate(MailboxDescriptor.RING_BYTES / 8).order(ByteOrder.LITTLE_ENDIAN));
+    private final ThreadLocal<Outbox> outboxes = ThreadLocal.withInitial(Outbox::allocate);
+    private final byte[] entityAscii; // the sender name every message starts with
     private long stuckSinceNs = -1;
     private long idleCheckNs = System.nanoTime();
     private final List<Message> polled = new ArrayList<>(); // copied out of the ring, then dispatched
@@ -113,6 +114,7 @@ public final class ShmMailbox implements TensorChannel {
         this.dir = deployment.directory();
         this.namespace = Namespace.of(deployment);
         this.entity = deployment.entity();
+        this.entityAscii = entity.getBytes(StandardCharsets.US_ASCII);
         this.file = file;
         this.sweeper = sweeper;
         this.peers = new PeerMailboxes(dir, namespace, entity);
@@ -254,8 +256,8 @@ public final class ShmMailbox implements TensorChannel {
     @Override
     public void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors) {
         String delivered = sendBatched(toEntity, MailboxMessage.DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
-            (message, d) -> message.position(message.position()
-                + DescriptorCodec.encode(d, MemorySegment.ofArray(message.array()), message.position())));
+            (out, d) -> out.message.position(out.message.position()
+                + DescriptorCodec.encode(d, out.segment, out.message.position())));
         ConsumerLiveness attached = producer;
         if (attached != null) {
             attached.sentTo(delivered, descriptors.stream().map(TensorDescriptor::uuid).toList());
@@ -266,32 +268,33 @@ public final class ShmMailbox implements TensorChannel {
     @Override
     public void sendAcks(String toEntity, Collection<UUID> uuids) {
         sendBatched(toEntity, MailboxMessage.ACKS, uuids, uuid -> MailboxMessage.UUID_LENGTH,
-            (message, uuid) -> message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()));
+            (out, uuid) -> out.message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()));
     }
 
     // Packs items into as few ring messages as the ring's message limit allows, in order; returns the key of
     // the incarnation that got them.
     private <T> String sendBatched(String toEntity, int type, Collection<T> items, ToIntFunction<T> length,
-                                   BiConsumer<ByteBuffer, T> write) {
+                                   BiConsumer<Outbox, T> write) {
         enter();
         try {
             PeerMailbox peer = peers.get(toEntity);
             int max = peer.ring.maxMsgLength();
-            ByteBuffer message = messages.get();
+            Outbox out = outboxes.get();
+            ByteBuffer message = out.message;
             int count = 0;
             for (T item : items) {
                 if (count > 0 && message.position() + length.applyAsInt(item) > max) {
-                    flush(peer, type, message, count);
+                    flush(peer, type, out, count);
                     count = 0;
                 }
                 if (count == 0) {
-                    MailboxMessage.start(message, entity);
+                    MailboxMessage.start(message, entityAscii);
                 }
-                write.accept(message, item);
+                write.accept(out, item);
                 count++;
             }
             if (count > 0) {
-                flush(peer, type, message, count);
+                flush(peer, type, out, count);
             }
             return peer.key();
         } finally {
@@ -300,12 +303,11 @@ public final class ShmMailbox implements TensorChannel {
     }
 
     // Called between enter() and exit().
-    private void flush(PeerMailbox peer, int type, ByteBuffer message, int count) {
-        MailboxMessage.finish(message, entity, count);
-        UnsafeBuffer source = new UnsafeBuffer(message.array(), 0, message.position());
+    private void flush(PeerMailbox peer, int type, Outbox out, int count) {
+        MailboxMessage.finish(out.message, entityAscii.length, count);
         long start = System.nanoTime();
         long nextCheck = start + PeerMailboxes.CHECK_INTERVAL_MS * 1_000_000L;
-        while (!peer.ring.write(type, source, 0, message.position())) {
+        while (!peer.ring.write(type, out.buffer, 0, out.message.position())) {
             if (closer.isClosed()) {
                 throw closedException();
             }
@@ -322,6 +324,17 @@ public final class ShmMailbox implements TensorChannel {
                     + SEND_TIMEOUT_NS / 1_000_000_000L + " s; is it polling its mailbox?");
             }
             Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * One sending thread's message buffer, as large as any peer's largest message, with the two views that
+     * encoding and the ring need: made once per thread, so sends allocate none of them.
+     */
+    private record Outbox(ByteBuffer message, MemorySegment segment, UnsafeBuffer buffer) {
+        static Outbox allocate() {
+            ByteBuffer message = ByteBuffer.allocate(MailboxDescriptor.RING_BYTES / 8).order(ByteOrder.LITTLE_ENDIAN);
+            return new Outbox(message, MemorySegment.ofArray(message.array()), new UnsafeBuffer(message.array()));
         }
     }
 
