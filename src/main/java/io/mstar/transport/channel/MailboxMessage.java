@@ -6,12 +6,16 @@ import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.ShmNames;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.MessageHandler;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
 
@@ -36,6 +40,8 @@ final class MailboxMessage {
     /** Bytes of one ACK. */
     static final int UUID_LENGTH = 16;
     private static final int MAX_ENTITY_LENGTH = 64;
+    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private MailboxMessage() {
     }
@@ -55,48 +61,108 @@ final class MailboxMessage {
     }
 
     /**
-     * Decodes a message and hands it to the listener.
-     *
-     * @throws DescriptorFormatException naming what does not decode; the listener is not called then
+     * Messages copied out of a ring by one poll, back to back, then decoded and handed to the listener:
+     * the copy area, the per-message columns and the last sender's name are reused, so a poll of messages
+     * from a known sender allocates only what the listener receives. Used by the polling thread only.
      */
-    static void dispatch(int type, byte[] bytes, Deployment reader, TensorChannel.Listener listener) {
-        ByteBuffer in = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-        int n = Byte.toUnsignedInt(in.get());
-        if (n == 0 || n > MAX_ENTITY_LENGTH || in.remaining() < n + 2) {
-            throw new DescriptorFormatException("sender", "bad sender name length " + n);
+    static final class Inbox implements MessageHandler {
+        private final byte[] bytes = new byte[MailboxDescriptor.RING_BYTES]; // one poll reads at most the ring
+        private final MemorySegment area = MemorySegment.ofArray(bytes);
+        private int[] types = new int[16];
+        private int[] offsets = new int[16];
+        private int[] lengths = new int[16];
+        private int count;
+        private int end;
+        private String lastSender = "";
+        private byte[] lastSenderBytes = new byte[0];
+
+        @Override
+        public void onMessage(int type, MutableDirectBuffer buffer, int index, int length) {
+            if (count == types.length) {
+                types = Arrays.copyOf(types, 2 * count);
+                offsets = Arrays.copyOf(offsets, 2 * count);
+                lengths = Arrays.copyOf(lengths, 2 * count);
+            }
+            buffer.getBytes(index, bytes, end, length);
+            types[count] = type;
+            offsets[count] = end;
+            lengths[count] = length;
+            end += length;
+            count++;
         }
-        byte[] name = new byte[n];
-        in.get(name);
-        String from = new String(name, StandardCharsets.US_ASCII);
-        if (!ShmNames.isEntity(from)) {
-            throw new DescriptorFormatException("sender", "not an entity name");
+
+        int count() {
+            return count;
         }
-        int count = Short.toUnsignedInt(in.getShort());
-        if (type == ACKS) {
-            if (in.remaining() != UUID_LENGTH * count) {
-                throw new DescriptorFormatException("acks", count + " uuids need " + UUID_LENGTH * count + " bytes, found "
-                    + in.remaining());
+
+        int type(int i) {
+            return types[i];
+        }
+
+        int length(int i) {
+            return lengths[i];
+        }
+
+        void clear() {
+            count = 0;
+            end = 0;
+        }
+
+        /**
+         * Decodes message {@code i} and hands it to the listener.
+         *
+         * @throws DescriptorFormatException naming what does not decode; the listener is not called then
+         */
+        void dispatch(int i, Deployment reader, TensorChannel.Listener listener) {
+            int type = types[i];
+            long p = offsets[i];
+            long limit = p + lengths[i];
+            int n = Byte.toUnsignedInt(area.get(ValueLayout.JAVA_BYTE, p));
+            if (n == 0 || n > MAX_ENTITY_LENGTH || limit - p < 1 + n + 2) {
+                throw new DescriptorFormatException("sender", "bad sender name length " + n);
             }
-            List<UUID> uuids = new ArrayList<>(count);
-            for (int i = 0; i < count; i++) {
-                uuids.add(new UUID(in.getLong(), in.getLong()));
+            String from = sender((int) p + 1, n);
+            p += 1 + n;
+            int count = Short.toUnsignedInt(area.get(SHORT, p));
+            p += 2;
+            if (type == ACKS) {
+                if (limit - p != (long) UUID_LENGTH * count) {
+                    throw new DescriptorFormatException("acks", count + " uuids need " + UUID_LENGTH * count
+                        + " bytes, found " + (limit - p));
+                }
+                List<UUID> uuids = new ArrayList<>(count);
+                for (int k = 0; k < count; k++, p += UUID_LENGTH) {
+                    uuids.add(new UUID(area.get(LONG, p), area.get(LONG, p + 8)));
+                }
+                listener.acks(from, uuids);
+            } else if (type == DESCRIPTORS) {
+                List<TensorDescriptor> descriptors = new ArrayList<>(count);
+                for (int k = 0; k < count; k++) {
+                    int length = DescriptorCodec.recordLength(area, p, limit - p);
+                    descriptors.add(DescriptorCodec.decode(area, p, length, reader));
+                    p += length;
+                }
+                if (p != limit) {
+                    throw new DescriptorFormatException("length", (limit - p) + " trailing bytes after " + count
+                        + " descriptors");
+                }
+                listener.descriptors(from, descriptors);
+            } else {
+                throw new DescriptorFormatException("type", "unknown message type " + type);
             }
-            listener.acks(from, uuids);
-        } else if (type == DESCRIPTORS) {
-            MemorySegment records = MemorySegment.ofArray(bytes);
-            long p = in.position();
-            List<TensorDescriptor> descriptors = new ArrayList<>(count);
-            for (int i = 0; i < count; i++) {
-                int length = DescriptorCodec.recordLength(records, p, bytes.length - p);
-                descriptors.add(DescriptorCodec.decode(records, p, length, reader));
-                p += length;
+        }
+
+        // The sender's name: the last one's String again when the bytes are the same (one sender, many messages).
+        private String sender(int offset, int n) {
+            if (!Arrays.equals(bytes, offset, offset + n, lastSenderBytes, 0, lastSenderBytes.length)) {
+                String name = new String(bytes, offset, n, StandardCharsets.US_ASCII);
+                if (!ShmNames.isEntity(name)) {
+                    throw new DescriptorFormatException("sender", "not an entity name");
+                }
+                lastSender = name;
+                lastSenderBytes = Arrays.copyOfRange(bytes, offset, offset + n);
             }
-            if (p != bytes.length) {
-                throw new DescriptorFormatException("length", (bytes.length - p) + " trailing bytes after " + count + " descriptors");
-            }
-            listener.descriptors(from, descriptors);
-        } else {
-            throw new DescriptorFormatException("type", "unknown message type " + type);
+            return lastSender;
         }
     }
 }

@@ -99,15 +99,12 @@ public final class ShmMailbox implements TensorChannel {
     private final byte[] entityAscii; // the sender name every message starts with
     private long stuckSinceNs = -1;
     private long idleCheckNs = System.nanoTime();
-    private final List<Message> polled = new ArrayList<>(); // copied out of the ring, then dispatched
+    private final MailboxMessage.Inbox polled = new MailboxMessage.Inbox(); // copied out of the ring, then dispatched
     // Agrona reads and writes the rings through raw addresses, which nothing guards once unmapped: a
     // thread touches a ring only between enter() and exit(), and close() unmaps only when none does
     // (a shutdown hook closes while application threads still poll and send).
     private final AtomicInteger inRing = new AtomicInteger();
     private final CloseOnce closer = new CloseOnce();
-
-    private record Message(int type, byte[] bytes) {
-    }
 
     private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper) {
         this.deployment = deployment;
@@ -344,11 +341,7 @@ public final class ShmMailbox implements TensorChannel {
         int read;
         enter();
         try {
-            read = inbox.read((type, buffer, index, length) -> {
-                byte[] bytes = new byte[length];
-                buffer.getBytes(index, bytes);
-                polled.add(new Message(type, bytes));
-            }, limit);
+            read = inbox.read(polled, limit);
             if (read == 0) {
                 unblockIfStuck();
             } else {
@@ -358,13 +351,13 @@ public final class ShmMailbox implements TensorChannel {
             exit();
         }
         try {
-            for (Message m : polled) {
+            for (int i = 0; i < polled.count(); i++) {
                 try {
-                    MailboxMessage.dispatch(m.type, m.bytes, deployment, listener);
+                    polled.dispatch(i, deployment, listener);
                 } catch (RuntimeException e) {
                     badMessages.incrementAndGet();
-                    LOG.warn("mailbox message refused: entity={}, type={}, length={}: {}", entity, m.type,
-                        m.bytes.length, e.toString());
+                    LOG.warn("mailbox message refused: entity={}, type={}, length={}: {}", entity, polled.type(i),
+                        polled.length(i), e.toString());
                 }
             }
         } finally {
