@@ -173,34 +173,34 @@ public final class DescriptorCodec {
         if (length < SHAPE_OFFSET || offset < 0 || offset + length > src.byteSize()) {
             throw new DescriptorFormatException("length", "truncated: " + length + " bytes, header needs " + SHAPE_OFFSET);
         }
-        MemorySegment in = src.asSlice(offset, length);
-        int magic = in.get(INT, MAGIC_OFFSET);
+        // Read in place at `offset`: every read below is checked against `length` first.
+        int magic = src.get(INT, offset + MAGIC_OFFSET);
         if (magic != MAGIC) {
             throw new DescriptorFormatException("magic", "found 0x" + Integer.toHexString(magic) + ", expected 0x"
                 + Integer.toHexString(MAGIC));
         }
-        short version = in.get(SHORT, VERSION_OFFSET);
+        short version = src.get(SHORT, offset + VERSION_OFFSET);
         if (version != VERSION) {
             throw new DescriptorFormatException("version", "found " + version + ", this reader understands " + VERSION);
         }
-        if (in.get(SHORT, RESERVED_OFFSET) != 0 || in.get(ValueLayout.JAVA_BYTE, PAD_OFFSET) != 0) {
+        if (src.get(SHORT, offset + RESERVED_OFFSET) != 0 || src.get(ValueLayout.JAVA_BYTE, offset + PAD_OFFSET) != 0) {
             throw new DescriptorFormatException("reserved", "reserved bytes must be zero");
         }
-        int declared = in.get(INT, LENGTH_OFFSET);
+        int declared = src.get(INT, offset + LENGTH_OFFSET);
         if (declared != length) {
             throw new DescriptorFormatException("length", "declared " + declared + " bytes, record has " + length);
         }
-        int dtypeCode = in.get(ValueLayout.JAVA_BYTE, DTYPE_OFFSET);
+        int dtypeCode = src.get(ValueLayout.JAVA_BYTE, offset + DTYPE_OFFSET);
         DType dtype = DType.ofCode(dtypeCode);
         if (dtype == null) {
             throw new DescriptorFormatException("dtype", "unknown code " + dtypeCode);
         }
-        int placementCode = in.get(ValueLayout.JAVA_BYTE, PLACEMENT_OFFSET);
+        int placementCode = src.get(ValueLayout.JAVA_BYTE, offset + PLACEMENT_OFFSET);
         Placement placement = Placement.ofCode(placementCode);
         if (placement == null) {
             throw new DescriptorFormatException("placement", "unknown code " + placementCode);
         }
-        int rank = in.get(ValueLayout.JAVA_BYTE, RANK_OFFSET);
+        int rank = src.get(ValueLayout.JAVA_BYTE, offset + RANK_OFFSET);
         if (rank < 0 || rank > MAX_RANK) {
             throw new DescriptorFormatException("rank", "found " + rank + ", accepted 0.." + MAX_RANK);
         }
@@ -211,7 +211,7 @@ public final class DescriptorCodec {
         long[] shape = new long[rank];
         long elements = 1;
         for (int i = 0; i < rank; i++) {
-            shape[i] = in.get(LONG, SHAPE_OFFSET + 8L * i);
+            shape[i] = src.get(LONG, offset + SHAPE_OFFSET + 8L * i);
             if (shape[i] < 0) {
                 throw new DescriptorFormatException("shape", "dimension " + i + " is negative: " + shape[i]);
             }
@@ -221,11 +221,11 @@ public final class DescriptorCodec {
             }
         }
         long expectedBytes = multiplyOrMinus(elements, dtype.itemBytes());
-        long nbytes = in.get(LONG, NBYTES_OFFSET);
+        long nbytes = src.get(LONG, offset + NBYTES_OFFSET);
         if (expectedBytes < 0 || nbytes != expectedBytes) {
             throw new DescriptorFormatException("nbytes", "found " + nbytes + ", shape x item size is " + expectedBytes);
         }
-        long tensorOffset = in.get(LONG, OFFSET_OFFSET);
+        long tensorOffset = src.get(LONG, offset + OFFSET_OFFSET);
         if (tensorOffset < 0 || tensorOffset > Long.MAX_VALUE - nbytes) {
             throw new DescriptorFormatException("offset", "found " + tensorOffset + " (negative or overflowing with nbytes)");
         }
@@ -233,18 +233,19 @@ public final class DescriptorCodec {
             throw new DescriptorFormatException("offset", "spill files start at 0, found " + tensorOffset);
         }
         String[] strings = new String[3];
-        String[] fields = {"requestId", "producer", "fileName"};
-        int[] limits = {MAX_REQUEST_ID_BYTES, 64, 255};
         for (int s = 0; s < 3; s++) {
             if (p + 2 > length) {
-                throw new DescriptorFormatException(fields[s], "truncated");
+                throw new DescriptorFormatException(STRING_FIELDS[s], "truncated");
             }
-            int n = Short.toUnsignedInt(in.get(SHORT, p));
+            int n = Short.toUnsignedInt(src.get(SHORT, offset + p));
             p += 2;
-            if (n > limits[s] || p + n > length) {
-                throw new DescriptorFormatException(fields[s], "length " + n + " exceeds the record or the limit " + limits[s]);
+            if (n > STRING_LIMITS[s] || p + n > length) {
+                throw new DescriptorFormatException(STRING_FIELDS[s], "length " + n + " exceeds the record or the limit "
+                    + STRING_LIMITS[s]);
             }
-            strings[s] = decodeString(in.asSlice(p, n), fields[s], s == 0);
+            // Producers and file names repeat (a producer has a few segments): this thread's recent ones are reused.
+            strings[s] = s == 0 ? decodeString(src.asSlice(offset + p, n), STRING_FIELDS[s], true)
+                : RECENT_NAMES.get().name(src, offset + p, n, STRING_FIELDS[s]);
             p += n;
         }
         if (p != length) {
@@ -258,7 +259,7 @@ public final class DescriptorCodec {
             throw new DescriptorFormatException("fileName", "not a " + (placement == Placement.SPILL ? "spill file" : "segment")
                 + " of namespace " + namespace + ": " + printable(fileName));
         }
-        UUID uuid = new UUID(in.get(LONG, UUID_MSB_OFFSET), in.get(LONG, UUID_LSB_OFFSET));
+        UUID uuid = new UUID(src.get(LONG, offset + UUID_MSB_OFFSET), src.get(LONG, offset + UUID_LSB_OFFSET));
         return new TensorDescriptor(uuid, strings[0], strings[1], dtype, shape, nbytes, placement, fileName, tensorOffset);
     }
 
@@ -291,6 +292,30 @@ public final class DescriptorCodec {
             }
         }
         return s.length();
+    }
+
+    private static final String[] STRING_FIELDS = {"requestId", "producer", "fileName"};
+    private static final int[] STRING_LIMITS = {MAX_REQUEST_ID_BYTES, 64, 255};
+    private static final ThreadLocal<RecentNames> RECENT_NAMES = ThreadLocal.withInitial(RecentNames::new);
+
+    /** The ASCII names a thread decoded last (producers, file names), so a repeated one allocates nothing. */
+    private static final class RecentNames {
+        private final MemorySegment[] keys = new MemorySegment[16];
+        private final String[] names = new String[16];
+        private int next;
+
+        String name(MemorySegment src, long offset, int n, String field) {
+            for (int i = 0; i < keys.length && keys[i] != null; i++) {
+                if (keys[i].byteSize() == n && MemorySegment.mismatch(src, offset, offset + n, keys[i], 0, n) < 0) {
+                    return names[i];
+                }
+            }
+            String name = decodeString(src.asSlice(offset, n), field, false);
+            keys[next] = MemorySegment.ofArray(name.getBytes(StandardCharsets.ISO_8859_1));
+            names[next] = name;
+            next = (next + 1) % keys.length;
+            return name;
+        }
     }
 
     private static String decodeString(MemorySegment bytes, String field, boolean utf8) {
