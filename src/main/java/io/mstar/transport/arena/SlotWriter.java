@@ -41,6 +41,15 @@ final class SlotWriter {
 
     /** Sends a batch: all of it, or (on an exception) nothing of it stays reserved, so it can be sent again. */
     List<TensorDescriptor> send(String requestId, List<Tensor> tensors) {
+        if (tensors.size() == 1) { // the common request, without the batch's bookkeeping
+            UUID uuid = Owner.newUuid();
+            try {
+                return List.of(send(requestId, tensors.getFirst(), uuid));
+            } catch (RuntimeException e) {
+                inFlight.release(uuid);
+                throw e;
+            }
+        }
         List<TensorDescriptor> sent = new ArrayList<>(tensors.size());
         List<UUID> reserved = new ArrayList<>(tensors.size());
         boolean ok = false;

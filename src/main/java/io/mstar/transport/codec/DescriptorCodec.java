@@ -16,6 +16,7 @@ import java.nio.ByteOrder;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.UUID;
 
 /**
@@ -232,7 +233,9 @@ public final class DescriptorCodec {
         if (placement == Placement.SPILL && tensorOffset != 0) {
             throw new DescriptorFormatException("offset", "spill files start at 0, found " + tensorOffset);
         }
-        String[] strings = new String[3];
+        String requestId = null;
+        String producer = null;
+        String fileName = null;
         for (int s = 0; s < 3; s++) {
             if (p + 2 > length) {
                 throw new DescriptorFormatException(STRING_FIELDS[s], "truncated");
@@ -244,23 +247,25 @@ public final class DescriptorCodec {
                     + STRING_LIMITS[s]);
             }
             // Producers and file names repeat (a producer has a few segments): this thread's recent ones are reused.
-            strings[s] = s == 0 ? decodeString(src.asSlice(offset + p, n), STRING_FIELDS[s], true)
-                : RECENT_NAMES.get().name(src, offset + p, n, STRING_FIELDS[s]);
+            switch (s) {
+                case 0 -> requestId = decodeString(src, offset + p, n, STRING_FIELDS[s], true);
+                case 1 -> producer = RECENT_NAMES.get().name(src, offset + p, n, STRING_FIELDS[s]);
+                default -> fileName = RECENT_NAMES.get().name(src, offset + p, n, STRING_FIELDS[s]);
+            }
             p += n;
         }
         if (p != length) {
             throw new DescriptorFormatException("length", "record has " + (length - p) + " trailing bytes");
         }
-        if (!ShmNames.isEntity(strings[1])) {
-            throw new DescriptorFormatException("producer", "not an entity name: " + printable(strings[1]));
+        if (!ShmNames.isEntity(producer)) {
+            throw new DescriptorFormatException("producer", "not an entity name: " + printable(producer));
         }
-        String fileName = strings[2];
         if (!ShmNames.isOurs(namespace, fileName, placement == Placement.SPILL)) {
             throw new DescriptorFormatException("fileName", "not a " + (placement == Placement.SPILL ? "spill file" : "segment")
                 + " of namespace " + namespace + ": " + printable(fileName));
         }
         UUID uuid = new UUID(src.get(LONG, offset + UUID_MSB_OFFSET), src.get(LONG, offset + UUID_LSB_OFFSET));
-        return new TensorDescriptor(uuid, strings[0], strings[1], dtype, shape, nbytes, placement, fileName, tensorOffset);
+        return new TensorDescriptor(uuid, requestId, producer, dtype, shape, nbytes, placement, fileName, tensorOffset);
     }
 
     // ASCII goes byte by byte (no allocation); anything else through its UTF-8 bytes.
@@ -298,8 +303,12 @@ public final class DescriptorCodec {
     private static final int[] STRING_LIMITS = {MAX_REQUEST_ID_BYTES, 64, 255};
     private static final ThreadLocal<RecentNames> RECENT_NAMES = ThreadLocal.withInitial(RecentNames::new);
 
-    /** The ASCII names a thread decoded last (producers, file names), so a repeated one allocates nothing. */
+    /**
+     * The ASCII names a thread decoded last (producers, file names), so a repeated one allocates nothing,
+     * and a scratch array to decode the others from.
+     */
     private static final class RecentNames {
+        private final byte[] scratch = new byte[MAX_REQUEST_ID_BYTES];
         private final MemorySegment[] keys = new MemorySegment[16];
         private final String[] names = new String[16];
         private int next;
@@ -310,7 +319,7 @@ public final class DescriptorCodec {
                     return names[i];
                 }
             }
-            String name = decodeString(src.asSlice(offset, n), field, false);
+            String name = decodeString(src, offset, n, field, false);
             keys[next] = MemorySegment.ofArray(name.getBytes(StandardCharsets.ISO_8859_1));
             names[next] = name;
             next = (next + 1) % keys.length;
@@ -318,15 +327,17 @@ public final class DescriptorCodec {
         }
     }
 
-    private static String decodeString(MemorySegment bytes, String field, boolean utf8) {
-        byte[] raw = bytes.toArray(ValueLayout.JAVA_BYTE);
+    private static String decodeString(MemorySegment src, long offset, int n, String field, boolean utf8) {
+        byte[] raw = RECENT_NAMES.get().scratch;
+        MemorySegment.copy(src, ValueLayout.JAVA_BYTE, offset, raw, 0, n);
         boolean ascii = true;
-        for (byte b : raw) {
-            ascii &= b >= 0;
+        for (int i = 0; i < n; i++) {
+            ascii &= raw[i] >= 0;
         }
         if (ascii) {
-            return new String(raw, StandardCharsets.ISO_8859_1); // the common case, without a decoder
+            return new String(raw, 0, n, StandardCharsets.ISO_8859_1); // the common case, without a decoder
         }
+        raw = Arrays.copyOf(raw, n);
         if (!utf8) {
             throw new DescriptorFormatException(field, "not valid ASCII");
         }
