@@ -476,7 +476,13 @@ public final class SegmentedArena implements AutoCloseable {
         return p;
     }
 
-    private void checkOpen() {
+    /** Whether close has begun: every slot went with it. */
+    boolean isClosed() {
+        return closer.isClosed();
+    }
+
+    /** @throws IllegalStateException once the arena is closed */
+    void checkOpen() {
         if (closer.isClosed()) {
             throw new IllegalStateException("arena is closed: entity=" + owner.entity() + ", namespace=" + owner.namespace());
         }

@@ -122,6 +122,7 @@ final class SlotWriter {
 
     /** A claimed slot is in flight from now on: its descriptor. */
     TensorDescriptor publish(UUID uuid, String requestId, DType dtype, long[] shape, long nbytes, long slot) {
+        arena.checkOpen(); // a claim outlived its transport: its slot is gone
         counters.claimEnded();
         inFlight.track(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), slot, nbytes);
         return describe(uuid, requestId, dtype, shape, nbytes, slot);
@@ -130,6 +131,7 @@ final class SlotWriter {
     /** A claimed slot is in flight from now on: its descriptor's record, written at {@code offset} of {@code out}. */
     int publish(long msb, long lsb, String requestId, DType dtype, Shaped shape, long nbytes, long slot,
                 MemorySegment out, long offset) {
+        arena.checkOpen();
         counters.claimEnded();
         inFlight.track(msb, lsb, slot, nbytes);
         int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), dtype, shape, nbytes, Placement.ARENA,
@@ -138,8 +140,11 @@ final class SlotWriter {
         return length;
     }
 
-    /** A claimed slot goes back to the allocator. */
+    /** A claimed slot goes back to the allocator; after the transport closed it went with the arena. */
     void abort(long slot) {
+        if (arena.isClosed()) {
+            return;
+        }
         counters.claimEnded();
         arena.free(slot);
         ladder.freed();
