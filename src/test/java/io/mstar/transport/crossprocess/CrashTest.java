@@ -68,7 +68,7 @@ class CrashTest {
             ChildJvm survivor = producer(endpoint, "survivor", 200);
             sleepRandom();
             kill(victim);
-            assertEquals(0, survivor.await(120), survivor.output());
+            assertEquals(0, Nodes.await(survivor, 120, consumer), survivor.output());
             survivor.deleteLog();
             String out = stop(consumer, "consumer", 0);
             assertTrue(out.contains(" corrupted=0 failed=0"), out);

@@ -134,9 +134,14 @@ public final class Node {
             };
             long deadline = System.nanoTime() + 300_000_000_000L;
             Path stop = stopFile(args[1], entity);
+            long nextReport = System.nanoTime() + 10_000_000_000L;
             while ((expected < 0 ? !Files.exists(stop) : received.get() < expected)
                 && System.nanoTime() < deadline) {
                 mailbox.receive(listener, Duration.ofMillis(20));
+                if (System.nanoTime() > nextReport) {
+                    System.out.println("RECEIVING received=" + received + " failed=" + failed + " lost=" + lost);
+                    nextReport += 10_000_000_000L;
+                }
             }
             TransportStats stats = transport.statsSummary();
             System.out.println("RESULT received=" + received + " corrupted=" + corrupted + " failed=" + failed

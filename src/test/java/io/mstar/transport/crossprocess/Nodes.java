@@ -81,6 +81,15 @@ final class Nodes {
         return out;
     }
 
+    /** As {@link ChildJvm#await}; a hang also reports what {@code peer} was doing (a hang is often the peer's). */
+    static int await(ChildJvm child, long timeoutSeconds, ChildJvm peer) throws Exception {
+        try {
+            return child.await(timeoutSeconds);
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "\nits peer: " + peer.state(), e);
+        }
+    }
+
     static void kill(ChildJvm child) throws Exception {
         child.process().destroyForcibly().waitFor();
         child.deleteLog();

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 /**
  * A real child JVM running a test main class with this JVM's class path; its output goes to a file, and
@@ -73,15 +74,29 @@ public final class ChildJvm {
     /** Waits for the exit and returns the code; kills the child and fails when it takes longer than the timeout. */
     public int await(long timeoutSeconds) throws InterruptedException, IOException {
         if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
-            String threads = threadDump();
+            String state = state();
             process.destroyForcibly().waitFor();
-            throw new AssertionError("child JVM did not finish in " + timeoutSeconds + " s; output:\n" + output()
-                + "\nits threads:\n" + threads);
+            throw new AssertionError("child JVM did not finish in " + timeoutSeconds + " s; " + state);
         }
         return process.exitValue();
     }
 
-    // What a hung child was doing, from jstack beside this JVM's java.
+    /**
+     * What a running child is doing, short enough to survive a CI log: the last lines it printed, and the
+     * stacks of its threads that run this project's code (from jstack beside this JVM's java).
+     */
+    public String state() throws IOException {
+        List<String> lines = output().lines().toList();
+        String tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 12), lines.size()));
+        StringBuilder threads = new StringBuilder();
+        for (String thread : threadDump().split("\n\n")) {
+            if (thread.contains("io.mstar.")) {
+                threads.append(thread.lines().limit(25).collect(Collectors.joining("\n"))).append("\n\n");
+            }
+        }
+        return "its last output:\n" + tail + "\nits threads in io.mstar code:\n" + threads;
+    }
+
     private String threadDump() {
         try {
             Process jstack = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jstack").toString(),
