@@ -1,12 +1,14 @@
 /**
  * mstar-transport: tensors between processes of one machine through a shared-memory arena.
- * The API is the root package and the descriptor codec (for applications that carry descriptors on a
- * channel of their own); the other packages are implementation.
+ * The API is the root package, the descriptor codec (for applications that carry descriptors on a
+ * channel of their own) and the ONNX Runtime adapter; the other packages are implementation.
  */
 module io.mstar.transport {
     requires org.slf4j;
     requires org.agrona;
     requires com.sun.jna; // the CUDA binding (package cuda), loaded on the first device call
+    requires static com.microsoft.onnxruntime; // the ONNX Runtime adapter, for those who add ORT
     exports io.mstar.transport;
     exports io.mstar.transport.codec;
+    exports io.mstar.transport.onnx;
 }

@@ -1,0 +1,149 @@
+package io.mstar.transport.onnx;
+
+import ai.onnxruntime.OnnxJavaType;
+import ai.onnxruntime.OnnxTensor;
+import ai.onnxruntime.OrtEnvironment;
+import ai.onnxruntime.OrtException;
+import ai.onnxruntime.OrtSession;
+import io.mstar.transport.DType;
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorClaim;
+import io.mstar.transport.TensorTransport;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * ONNX Runtime over one transport without copies. {@link #input} turns a received tensor into an
+ * {@code OnnxTensor} over its mapped bytes; {@link #output} claims a slot and pins an {@code OnnxTensor}
+ * over it, so that {@link #run} makes ORT write the result straight into the slot, ready to publish.
+ *
+ * <p>ORT checks nothing: a tensor over memory that is gone, a closed tensor, or an output over read-only
+ * memory kills the JVM. So {@link #run} first checks every input and output (open, its memory still
+ * mapped, outputs writable) and throws {@link IllegalStateException} or {@link IllegalArgumentException}
+ * naming the tensor instead. The order of release is the holders': an {@link OrtInput} closes its
+ * {@code OnnxTensor}, then the received view (then ACK it); an {@link OrtOutput} closes its
+ * {@code OnnxTensor}, then publishes or aborts its claim. Holders, like claims, are used by one thread at a
+ * time, and the transport must stay open while a run uses its tensors.
+ */
+public final class OrtBridge {
+    private final OrtEnvironment env;
+    private final TensorTransport transport;
+
+    public OrtBridge(OrtEnvironment env, TensorTransport transport) {
+        this.env = env;
+        this.transport = transport;
+    }
+
+    /**
+     * An {@code OnnxTensor} over a received tensor's bytes, read in place. The input takes {@code received}
+     * over: closing the input closes the tensor, then the view.
+     *
+     * @throws UnsupportedDTypeException when ORT's Java API has no type for the tensor's dtype
+     */
+    public OrtInput input(ReceivedTensor received) throws OrtException {
+        boolean ok = false;
+        try {
+            OnnxTensor tensor = tensorOver(env, received.data(), received.descriptor().dtype(),
+                received.descriptor().shape());
+            ok = true;
+            return new OrtInput(received, tensor);
+        } finally {
+            if (!ok) {
+                received.close();
+            }
+        }
+    }
+
+    /**
+     * Claims room for an output of {@code dtype} and {@code shape} in the transport (a slot, or a spill file
+     * when the arena is full) and pins an {@code OnnxTensor} over it: {@link #run} makes ORT write there.
+     *
+     * @throws UnsupportedDTypeException when ORT's Java API has no type for {@code dtype}
+     */
+    public OrtOutput output(String requestId, DType dtype, long... shape) throws OrtException {
+        ortType(dtype); // refuse before claiming
+        TensorClaim claim = transport.claim(requestId, dtype, shape);
+        boolean ok = false;
+        try {
+            OrtOutput output = new OrtOutput(claim, claim.memory(), tensorOver(env, claim.memory(), dtype, shape));
+            ok = true;
+            return output;
+        } finally {
+            if (!ok) {
+                claim.abort();
+            }
+        }
+    }
+
+    /**
+     * Pins an output over memory the caller owns and keeps mapped (a staging buffer, a slot claimed by hand).
+     *
+     * @throws IllegalArgumentException when the memory is read-only, on the Java heap (ORT would write into a
+     *                                  copy), or not exactly the bytes of {@code shape}
+     */
+    public OrtOutput output(MemorySegment memory, DType dtype, long... shape) throws OrtException {
+        if (memory.isReadOnly()) {
+            throw new IllegalArgumentException("an output over read-only memory would crash the JVM when ORT writes"
+                + " it: pin outputs over claimed slots or writable native memory");
+        }
+        if (!memory.isNative()) {
+            throw new IllegalArgumentException("an output on the Java heap would be copied, and ORT's result lost:"
+                + " pin outputs over claimed slots or native memory");
+        }
+        long expected = Tensor.byteSize(dtype, shape);
+        if (memory.byteSize() != expected) {
+            throw new IllegalArgumentException("output memory is " + memory.byteSize() + " bytes; dtype " + dtype
+                + " and its shape need " + expected);
+        }
+        return new OrtOutput(null, memory, tensorOver(env, memory, dtype, shape));
+    }
+
+    /**
+     * Runs {@code session} on the inputs, ORT writing each named output into its pinned memory. Every tensor
+     * is checked before ORT sees it; afterwards the outputs hold the results, to publish.
+     *
+     * @throws IllegalStateException when an input or output was closed, published or aborted, or its memory is
+     *                               no longer mapped (ORT would crash the JVM on it)
+     */
+    public void run(OrtSession session, Map<String, OrtInput> inputs, Map<String, OrtOutput> outputs)
+        throws OrtException {
+        Map<String, OnnxTensor> in = new HashMap<>(inputs.size() * 2);
+        inputs.forEach((name, input) -> in.put(name, input.usableTensor(name)));
+        Map<String, OnnxTensor> out = new HashMap<>(outputs.size() * 2);
+        outputs.forEach((name, output) -> out.put(name, output.usableTensor(name)));
+        session.run(in, out).close(); // the result does not own pinned outputs: this leaves them open
+    }
+
+    /** ORT's Java type for a dtype. */
+    static OnnxJavaType ortType(DType dtype) {
+        return switch (dtype) {
+            case F32 -> OnnxJavaType.FLOAT;
+            case F64 -> OnnxJavaType.DOUBLE;
+            case F16 -> OnnxJavaType.FLOAT16;
+            case BF16 -> OnnxJavaType.BFLOAT16;
+            case I8 -> OnnxJavaType.INT8;
+            case U8 -> OnnxJavaType.UINT8;
+            case I16 -> OnnxJavaType.INT16;
+            case I32 -> OnnxJavaType.INT32;
+            case I64 -> OnnxJavaType.INT64;
+            case BOOL -> OnnxJavaType.BOOL;
+            case F8_E4M3FN, F8_E5M2, F8_E4M3FNUZ, F8_E5M2FNUZ -> throw new UnsupportedDTypeException(dtype);
+        };
+    }
+
+    // A direct buffer over native memory is used in place by ORT; its Java byte order does not matter to ORT.
+    // A small spilled tensor is received as a heap copy: it is copied once more into a direct buffer (ORT's
+    // own copy of a heap ByteBuffer fails for every type but bytes).
+    private static OnnxTensor tensorOver(OrtEnvironment env, MemorySegment memory, DType dtype, long[] shape)
+        throws OrtException {
+        OnnxJavaType type = ortType(dtype);
+        ByteBuffer buffer = memory.isNative() ? memory.asByteBuffer()
+            : ByteBuffer.allocateDirect((int) memory.byteSize()).put(memory.asByteBuffer()).flip();
+        return OnnxTensor.createTensor(env, buffer.order(ByteOrder.nativeOrder()), shape, type);
+    }
+}
