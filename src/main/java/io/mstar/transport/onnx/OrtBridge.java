@@ -119,6 +119,24 @@ public final class OrtBridge {
         session.run(in, out).close(); // the result does not own pinned outputs: this leaves them open
     }
 
+    /**
+     * As {@link #run}, with inputs of the caller's own (tensors made from Java arrays or buffers, say): the
+     * first stage of a pipeline, whose outputs go into the arena.
+     *
+     * @throws IllegalStateException when an input tensor is closed, or an output cannot be written any more
+     */
+    public void runInto(OrtSession session, Map<String, ? extends OnnxTensor> inputs, Map<String, OrtOutput> outputs)
+        throws OrtException {
+        inputs.forEach((name, tensor) -> {
+            if (tensor.isClosed()) {
+                throw new IllegalStateException("ORT input " + name + " is closed");
+            }
+        });
+        Map<String, OnnxTensor> out = new HashMap<>(outputs.size() * 2);
+        outputs.forEach((name, output) -> out.put(name, output.usableTensor(name)));
+        session.run(inputs, out).close();
+    }
+
     /** ORT's Java type for a dtype. */
     static OnnxJavaType ortType(DType dtype) {
         return switch (dtype) {
