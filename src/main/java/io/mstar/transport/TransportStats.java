@@ -25,6 +25,9 @@ package io.mstar.transport;
  * @param pinnedBytes        bytes of mapped segments registered with CUDA
  * @param pinnedSegments     segments registered with CUDA
  * @param cuda               {@code ok}, {@code not used yet}, or why CUDA is not usable
+ * @param sendToAck          from a tensor's send (or publish) to the ACK that freed it, as a producer
+ * @param receiveToRelease   from a tensor's receive to the close of its view (which comes right before its
+ *                           ACK), as a consumer
  */
 public record TransportStats(
     String transport,
@@ -47,7 +50,9 @@ public record TransportStats(
     int mappedPeerSegments,
     long pinnedBytes,
     int pinnedSegments,
-    String cuda) {
+    String cuda,
+    LatencyStats sendToAck,
+    LatencyStats receiveToRelease) {
 
     /** One {@code key=value} line for logs. */
     public String toLogLine() {
@@ -59,6 +64,7 @@ public record TransportStats(
             + " deadConsumerReclaims=" + deadConsumerReclaims + " claimsAbandoned=" + claimsAbandoned
             + " tensorsReceived=" + tensorsReceived + " mappedPeerSegments=" + mappedPeerSegments
             + " pinnedBytes=" + pinnedBytes + " pinnedSegments=" + pinnedSegments + " cuda=\"" + cuda + "\""
+            + " " + sendToAck.toLogFields("sendToAck") + " " + receiveToRelease.toLogFields("receiveToRelease")
             + (arena == null ? "" : " " + arena.toLogLine());
     }
 }

@@ -119,6 +119,32 @@ public abstract class TensorTransportContract {
     }
 
     @Test
+    void theStatsTimeEachTensorFromSendToAckAndFromReceiveToRelease() throws InterruptedException {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        List<TensorDescriptor> sent = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            sent.addAll(producer.send("r", List.of(randomTensor(new SplittableRandom(i), DType.U8, 1000))));
+        }
+        for (TensorDescriptor d : sent) {
+            try (ReceivedTensor in = consumer.receive(d)) {
+                Thread.sleep(2); // held open at least 2 ms
+            }
+        }
+        producer.ack(sent.stream().map(TensorDescriptor::uuid).toList());
+        producer.ack(sent.stream().map(TensorDescriptor::uuid).toList()); // unknown now: not timed
+        LatencyStats sendToAck = producer.statsSummary().sendToAck();
+        LatencyStats held = consumer.statsSummary().receiveToRelease();
+        assertEquals(5, sendToAck.count());
+        assertTrue(sendToAck.p50Ns() >= 8_000_000, "the third tensor waited for two others held 2 ms: " + sendToAck);
+        assertTrue(sendToAck.p50Ns() <= sendToAck.p99Ns() && sendToAck.p99Ns() <= sendToAck.maxNs(), sendToAck.toString());
+        assertEquals(5, held.count());
+        assertTrue(held.p50Ns() >= 2_000_000 && held.maxNs() >= held.p50Ns(), held.toString());
+        assertEquals(0, consumer.statsSummary().sendToAck().count());
+        assertTrue(producer.statsSummary().toLogLine().contains(" sendToAckP99Us="), producer.statsSummary().toLogLine());
+    }
+
+    @Test
     void aClaimWrittenInPlaceAndPublishedArrivesAndItsAckFreesIt() {
         TensorTransport producer = open("producer");
         TensorTransport consumer = open("consumer");

@@ -17,6 +17,7 @@ import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.StatsFile;
 import io.mstar.transport.metrics.TransportCounters;
+import io.mstar.transport.shm.MappedView;
 import io.mstar.transport.shm.PeerSegments;
 import io.mstar.transport.spill.SpillStore;
 import org.slf4j.Logger;
@@ -131,7 +132,8 @@ public final class ArenaTransport implements TensorTransport {
     @Override
     public ReceivedTensor receive(TensorDescriptor d) {
         checkOpen();
-        ReceivedTensor tensor = d.placement() == Placement.SPILL ? spill.read(d) : peers.open(d);
+        MappedView tensor = (d.placement() == Placement.SPILL ? spill.read(d) : peers.open(d))
+            .timed(counters.receiveToRelease());
         counters.received();
         return tensor;
     }
@@ -164,9 +166,9 @@ public final class ArenaTransport implements TensorTransport {
     // An ACK that frees: the tensor's slot or spill file goes, and with it who held it.
     private void release(long msb, long lsb, UUID uuid) {
         consumers.acked(msb, lsb, uuid);
-        boolean freed = inFlight.release(msb, lsb, uuid);
-        counters.acked(freed);
-        if (!freed) {
+        long sentAt = inFlight.release(msb, lsb, uuid);
+        counters.acked(sentAt);
+        if (sentAt == TransportCounters.NOT_IN_FLIGHT) {
             LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", new UUID(msb, lsb));
         }
     }

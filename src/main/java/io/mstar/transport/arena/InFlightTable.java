@@ -19,6 +19,7 @@ final class InFlightTable {
     private boolean[] used;
     private int mask;
     private int size;
+    private long removedSentAt; // of the last entry remove() found
 
     InFlightTable() {
         allocate(256);
@@ -55,17 +56,23 @@ final class InFlightTable {
         return find(msb, lsb) >= 0;
     }
 
-    /** Removes the entry and returns its slot handle, or {@link #MISSING}. */
+    /** Removes the entry and returns its slot handle, or {@link #MISSING}; its send time is then {@link #removedSentAt()}. */
     long remove(long msb, long lsb) {
         int i = find(msb, lsb);
         if (i < 0) {
             return MISSING;
         }
         long slot = slots[i];
+        removedSentAt = sentAt[i];
         shiftBack(i);
         size--;
         assert size >= 0 && !contains(msb, lsb) : "a uuid is in the table at most once";
         return slot;
+    }
+
+    /** The send time of the entry the last successful {@link #remove} removed. */
+    long removedSentAt() {
+        return removedSentAt;
     }
 
     /** Removes and returns, one at a time, the slots of entries sent before {@code cutoffNs}. */

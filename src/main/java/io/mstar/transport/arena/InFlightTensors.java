@@ -1,6 +1,7 @@
 package io.mstar.transport.arena;
 
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.metrics.TransportCounters;
 import io.mstar.transport.spill.SpillStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -43,24 +44,28 @@ final class InFlightTensors {
     }
 
     /**
-     * Frees the tensor's slot or spill file; false when it is not in flight (never sent here, or freed
-     * already). {@code uuid} is the same uuid as an object, or null: it is made only for a spill file.
+     * Frees the tensor's slot or spill file; returns when it was sent ({@link System#nanoTime}), or
+     * {@link TransportCounters#NOT_IN_FLIGHT} when it is not in flight (never sent here, or freed already).
+     * {@code uuid} is the same uuid as an object, or null: it is made only for a spill file.
      */
-    boolean release(long msb, long lsb, UUID uuid) {
+    long release(long msb, long lsb, UUID uuid) {
         long slot;
+        long sentAt;
         synchronized (slots) {
             slot = slots.remove(msb, lsb);
+            sentAt = slots.removedSentAt();
         }
         if (slot != InFlightTable.MISSING) {
             arena.free(slot);
             ladder.freed();
-            return true;
+            return sentAt;
         }
         return spill.release(uuid != null ? uuid : new UUID(msb, lsb));
     }
 
     boolean release(UUID uuid) {
-        return release(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid);
+        return release(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid)
+            != TransportCounters.NOT_IN_FLIGHT;
     }
 
     boolean contains(UUID uuid) {

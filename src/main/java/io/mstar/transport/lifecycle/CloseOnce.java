@@ -14,13 +14,18 @@ package io.mstar.transport.lifecycle;
 public final class CloseOnce {
     private volatile boolean closed;
 
-    /** Runs {@code release} on the first call only; see the class comment for concurrent calls. */
-    public synchronized void close(Runnable release) {
+    /**
+     * Runs {@code release} on the first call only; see the class comment for concurrent calls.
+     *
+     * @return true for the call that closed
+     */
+    public synchronized boolean close(Runnable release) {
         if (closed) {
-            return;
+            return false;
         }
         closed = true;
         release.run();
+        return true;
     }
 
     /** Whether close has begun: checked by operations that must not start afterwards. */

@@ -27,6 +27,8 @@ public final class TransportCounters {
     private final AtomicLong tensorsReceived = new AtomicLong();
     private final AtomicLong openClaims = new AtomicLong();
     private final AtomicLong claimsAbandoned = new AtomicLong();
+    private final LatencyHistogram sendToAck = new LatencyHistogram();
+    private final LatencyHistogram receiveToRelease = new LatencyHistogram();
 
     /** A tensor was sent, into the arena or a file of its own. */
     public void sent(long nbytes) {
@@ -47,9 +49,20 @@ public final class TransportCounters {
         waitNs.addAndGet(ns);
     }
 
-    /** An ACK freed a tensor ({@code freed}) or named one not in flight. */
-    public void acked(boolean freed) {
-        (freed ? acks : unknownAcks).incrementAndGet();
+    /** What {@link #acked} is told of an ACK that named no tensor in flight. */
+    public static final long NOT_IN_FLIGHT = Long.MIN_VALUE;
+
+    /**
+     * An ACK freed a tensor sent at {@code sentAtNs} ({@link System#nanoTime}), or named none in flight
+     * ({@link #NOT_IN_FLIGHT}).
+     */
+    public void acked(long sentAtNs) {
+        if (sentAtNs == NOT_IN_FLIGHT) {
+            unknownAcks.incrementAndGet();
+        } else {
+            acks.incrementAndGet();
+            sendToAck.record(System.nanoTime() - sentAtNs);
+        }
     }
 
     /** An ACK of a fan-out tensor did not count. */
@@ -92,6 +105,11 @@ public final class TransportCounters {
         tensorsReceived.incrementAndGet();
     }
 
+    /** Where the view of a received tensor records the time from its receive to its close. */
+    public LatencyHistogram receiveToRelease() {
+        return receiveToRelease;
+    }
+
     /**
      * The snapshot, with what the counters do not hold.
      *
@@ -102,7 +120,6 @@ public final class TransportCounters {
         return new TransportStats(transport, arena, tensorsSent.get(), bytesSent.get(), inFlight, spills.get(),
             spillBytes.get(), waits.get(), waitNs.get(), acks.get(), unknownAcks.get(), ignoredAcks.get(),
             partiallyAcked, ttlReclaims.get(), deadConsumerReclaims.get(), claimsAbandoned.get(), tensorsReceived.get(),
-            mappedPeerSegments,
-            pinnedBytes, pinnedSegments, cuda);
+            mappedPeerSegments, pinnedBytes, pinnedSegments, cuda, sendToAck.snapshot(), receiveToRelease.snapshot());
     }
 }

@@ -3,6 +3,7 @@ package io.mstar.transport.shm;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.lifecycle.CloseOnce;
+import io.mstar.transport.metrics.LatencyHistogram;
 
 import java.lang.foreign.MemorySegment;
 
@@ -14,6 +15,8 @@ public final class MappedView implements ReceivedTensor {
     private final MemorySegment data;
     private final Runnable release;
     private final CloseOnce closer = new CloseOnce();
+    private LatencyHistogram openToClose; // set once by the receiving transport, before the view is handed out
+    private long openedAtNs;
 
     public MappedView(TensorDescriptor descriptor, MemorySegment data, Runnable release) {
         this.descriptor = descriptor;
@@ -39,8 +42,17 @@ public final class MappedView implements ReceivedTensor {
         return data;
     }
 
+    /** From now until its close, this view's time open is recorded in {@code histogram}. */
+    public MappedView timed(LatencyHistogram histogram) {
+        this.openToClose = histogram;
+        this.openedAtNs = System.nanoTime();
+        return this;
+    }
+
     @Override
     public void close() {
-        closer.close(release);
+        if (closer.close(release) && openToClose != null) {
+            openToClose.record(System.nanoTime() - openedAtNs);
+        }
     }
 }

@@ -63,7 +63,7 @@ public final class FileClaim implements TensorClaim {
     @Override
     public void abort() {
         end();
-        store.release(descriptor.uuid());
+        store.abort(descriptor.uuid());
     }
 
     @Override

@@ -90,7 +90,7 @@ public final class FileTransport implements TensorTransport {
     @Override
     public ReceivedTensor receive(TensorDescriptor d) {
         checkOpen();
-        ReceivedTensor tensor = files.read(d);
+        ReceivedTensor tensor = files.read(d).timed(counters.receiveToRelease());
         counters.received();
         return tensor;
     }
@@ -114,9 +114,9 @@ public final class FileTransport implements TensorTransport {
     }
 
     private void release(UUID uuid) {
-        boolean freed = files.release(uuid);
-        counters.acked(freed);
-        if (!freed) {
+        long sentAt = files.release(uuid);
+        counters.acked(sentAt);
+        if (sentAt == TransportCounters.NOT_IN_FLIGHT) {
             LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", uuid);
         }
     }

@@ -152,7 +152,7 @@ public final class SpillStore implements AutoCloseable {
     }
 
     /** Opens a spill file of any producer of the deployment for reading. */
-    public ReceivedTensor read(TensorDescriptor d) {
+    public MappedView read(TensorDescriptor d) {
         if (d.placement() != Placement.SPILL) {
             throw new IllegalArgumentException("not a spill file: uuid=" + d.uuid() + ", placement=" + d.placement());
         }
@@ -173,26 +173,32 @@ public final class SpillStore implements AutoCloseable {
         }
     }
 
-    /** Removes the file of an owned tensor (or of a claim); false when the uuid is not one of ours in flight. */
-    public boolean release(UUID uuid) {
+    /**
+     * Removes the file of an owned tensor in flight; returns when it was written ({@link System#nanoTime}),
+     * or {@link TransportCounters#NOT_IN_FLIGHT} when the uuid is not one of ours in flight.
+     */
+    public long release(UUID uuid) {
+        InFlight f = owned.remove(uuid);
+        if (f == null) {
+            return TransportCounters.NOT_IN_FLIGHT;
+        }
+        f.file().close();
+        return f.sentAtNs();
+    }
+
+    /** Removes the file of a claim that was not published. */
+    void abort(UUID uuid) {
         Claimed c = claimed.remove(uuid);
         if (c != null) {
             c.file().close();
-            return true;
         }
-        InFlight f = owned.remove(uuid);
-        if (f == null) {
-            return false;
-        }
-        f.file().close();
-        return true;
     }
 
     /** Removes the files written before {@code cutoffNs} (their ACK is overdue); returns their uuids. */
     public List<UUID> releaseOlderThan(long cutoffNs) {
         List<UUID> expired = new ArrayList<>();
         for (Map.Entry<UUID, InFlight> e : owned.entrySet()) {
-            if (e.getValue().sentAtNs() - cutoffNs < 0 && release(e.getKey())) {
+            if (e.getValue().sentAtNs() - cutoffNs < 0 && release(e.getKey()) != TransportCounters.NOT_IN_FLIGHT) {
                 expired.add(e.getKey());
             }
         }
