@@ -17,12 +17,14 @@ import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.StatsFile;
 import io.mstar.transport.metrics.TransportCounters;
+import io.mstar.transport.metrics.TransportJmx;
 import io.mstar.transport.shm.MappedView;
 import io.mstar.transport.shm.PeerSegments;
 import io.mstar.transport.spill.SpillStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.management.ObjectName;
 import java.lang.foreign.MemorySegment;
 import java.util.Collection;
 import java.util.List;
@@ -58,6 +60,7 @@ public final class ArenaTransport implements TensorTransport {
     private final Optional<ConsumerLiveness> consumerLiveness;
     private final Maintenance maintenance;
     private final StatsFile stats; // null when stats logging is off
+    private final ObjectName jmxName;
     private final CloseOnce closer = new CloseOnce();
 
     /**
@@ -97,6 +100,7 @@ public final class ArenaTransport implements TensorTransport {
         this.consumerLiveness = Optional.of(consumers);
         this.stats = logStats ? new StatsFile(arena.owner()) : null;
         ShutdownCleanup.register(this);
+        this.jmxName = TransportJmx.register(this, arena.owner().namespace().id(), arena.entity());
         if (logStats) {
             maintenance.every(0, Math.max(1, config.statsInterval().toMillis()), this::publishStats);
         }
@@ -224,6 +228,7 @@ public final class ArenaTransport implements TensorTransport {
     public void close() {
         closer.close(() -> {
             ShutdownCleanup.unregister(this);
+            TransportJmx.unregister(jmxName);
             counters.abandonOpenClaims(arena.entity());
             maintenance.close(); // a publish in progress ends before the stats file goes
             if (stats != null) {

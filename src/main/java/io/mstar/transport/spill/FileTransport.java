@@ -16,9 +16,11 @@ import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.Sweeper;
 import io.mstar.transport.metrics.TransportCounters;
+import io.mstar.transport.metrics.TransportJmx;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.management.ObjectName;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -39,6 +41,7 @@ public final class FileTransport implements TensorTransport {
     private final Sweeper sweeper;
     private final TransportCounters counters = new TransportCounters();
     private final FanOutAcks fanOut = new FanOutAcks(counters);
+    private final ObjectName jmxName;
     private final CloseOnce closer = new CloseOnce();
 
     /** A file transport for a process of the deployment. */
@@ -55,6 +58,7 @@ public final class FileTransport implements TensorTransport {
         this.files = new SpillStore(owner);
         this.sweeper = Sweeper.join(owner.dir(), reclaimInterval);
         ShutdownCleanup.register(this);
+        this.jmxName = TransportJmx.register(this, owner.namespace().id(), entity);
     }
 
     @Override
@@ -146,6 +150,7 @@ public final class FileTransport implements TensorTransport {
     public void close() {
         closer.close(() -> {
             ShutdownCleanup.unregister(this);
+            TransportJmx.unregister(jmxName);
             counters.abandonOpenClaims(entity);
             try {
                 files.close();

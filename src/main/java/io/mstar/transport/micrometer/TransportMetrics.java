@@ -1,0 +1,97 @@
+package io.mstar.transport.micrometer;
+
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.FunctionTimer;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.TimeGauge;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import io.mstar.transport.LatencyStats;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TransportStats;
+
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.function.ToDoubleFunction;
+import java.util.function.ToLongFunction;
+
+/**
+ * A transport's stats as Micrometer meters, tagged {@code entity} and {@code transport} (arena or file):
+ * counters {@code mstar.transport.tensors.sent}, {@code .bytes.sent}, {@code .spills}, {@code .acks},
+ * {@code .acks.unknown}, {@code .reclaims.ttl}, {@code .reclaims.dead.consumer}, {@code .tensors.received};
+ * gauges {@code mstar.transport.in.flight}, {@code .arena.used}, {@code .arena.capacity},
+ * {@code .arena.fragmentation}, {@code .peer.segments.mapped}; the timer {@code mstar.transport.send.to.ack}
+ * (count and total) with its percentiles as time gauges {@code mstar.transport.send.to.ack.percentile}
+ * (tag {@code phi}: 0.5, 0.99, 0.999, 1 for the max), and the same for {@code receive.to.release}.
+ * One stats snapshot serves every meter for a second, so a scrape takes one.
+ */
+public final class TransportMetrics implements MeterBinder {
+    private static final long SNAPSHOT_REUSE_NS = 1_000_000_000L;
+
+    private final TensorTransport transport;
+    private final String entity;
+    private volatile TransportStats cached;
+    private volatile long cachedAtNs;
+
+    /** @param entity the transport's entity, for the meters' tag */
+    public TransportMetrics(TensorTransport transport, String entity) {
+        this.transport = transport;
+        this.entity = entity;
+    }
+
+    @Override
+    public void bindTo(MeterRegistry registry) {
+        Tags tags = Tags.of("entity", entity, "transport", stats().transport());
+        counter(registry, tags, "tensors.sent", null, TransportStats::tensorsSent);
+        counter(registry, tags, "bytes.sent", "bytes", TransportStats::bytesSent);
+        counter(registry, tags, "spills", null, TransportStats::spills);
+        counter(registry, tags, "acks", null, TransportStats::acks);
+        counter(registry, tags, "acks.unknown", null, TransportStats::unknownAcks);
+        counter(registry, tags, "reclaims.ttl", null, TransportStats::ttlReclaims);
+        counter(registry, tags, "reclaims.dead.consumer", null, TransportStats::deadConsumerReclaims);
+        counter(registry, tags, "tensors.received", null, TransportStats::tensorsReceived);
+        gauge(registry, tags, "in.flight", null, TransportStats::inFlight);
+        gauge(registry, tags, "arena.used", "bytes", s -> s.arena() == null ? 0 : s.arena().usedBytes());
+        gauge(registry, tags, "arena.capacity", "bytes", s -> s.arena() == null ? 0 : s.arena().capacityBytes());
+        gauge(registry, tags, "arena.fragmentation", null, s -> s.arena() == null ? 0 : s.arena().fragmentation());
+        gauge(registry, tags, "peer.segments.mapped", null, TransportStats::mappedPeerSegments);
+        latency(registry, tags, "send.to.ack", TransportStats::sendToAck);
+        latency(registry, tags, "receive.to.release", TransportStats::receiveToRelease);
+    }
+
+    private void counter(MeterRegistry registry, Tags tags, String name, String unit, ToLongFunction<TransportStats> value) {
+        FunctionCounter.builder("mstar.transport." + name, this, m -> value.applyAsLong(m.stats()))
+            .tags(tags).baseUnit(unit).register(registry);
+    }
+
+    private void gauge(MeterRegistry registry, Tags tags, String name, String unit, ToDoubleFunction<TransportStats> value) {
+        Gauge.builder("mstar.transport." + name, this, m -> value.applyAsDouble(m.stats()))
+            .tags(tags).baseUnit(unit).register(registry);
+    }
+
+    private void latency(MeterRegistry registry, Tags tags, String name, Function<TransportStats, LatencyStats> of) {
+        FunctionTimer.builder("mstar.transport." + name, this, m -> of.apply(m.stats()).count(),
+            m -> of.apply(m.stats()).totalNs(), TimeUnit.NANOSECONDS).tags(tags).register(registry);
+        percentile(registry, tags, name, "0.5", s -> of.apply(s).p50Ns());
+        percentile(registry, tags, name, "0.99", s -> of.apply(s).p99Ns());
+        percentile(registry, tags, name, "0.999", s -> of.apply(s).p999Ns());
+        percentile(registry, tags, name, "1", s -> of.apply(s).maxNs());
+    }
+
+    private void percentile(MeterRegistry registry, Tags tags, String name, String phi, ToLongFunction<TransportStats> ns) {
+        TimeGauge.builder("mstar.transport." + name + ".percentile", this, TimeUnit.NANOSECONDS,
+            m -> ns.applyAsLong(m.stats())).tags(tags.and("phi", phi)).register(registry);
+    }
+
+    private TransportStats stats() {
+        long now = System.nanoTime();
+        TransportStats stats = cached;
+        if (stats == null || now - cachedAtNs > SNAPSHOT_REUSE_NS) {
+            stats = transport.statsSummary();
+            cached = stats;
+            cachedAtNs = now;
+        }
+        return stats;
+    }
+}
