@@ -4,6 +4,7 @@ import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.io.File;
 import java.nio.file.Files;
@@ -28,6 +29,9 @@ class ArtifactLaunchIT {
 
     @RegisterExtension
     final ShmTestDir shm = new ShmTestDir();
+
+    @TempDir
+    Path readme;
 
     private static String launchPath() {
         List<String> entries = new ArrayList<>(List.of(System.getProperty("mstar.jar")));
@@ -58,18 +62,99 @@ class ArtifactLaunchIT {
         return out;
     }
 
+    private static final List<String> MODULE_PATH_FLAGS = List.of("--enable-native-access=io.mstar.transport,com.sun.jna",
+        "--add-exports", "java.base/jdk.internal.misc=org.agrona");
+    private static final List<String> CLASS_PATH_FLAGS = List.of("--enable-native-access=ALL-UNNAMED",
+        "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED");
+
     @Test
     void onTheModulePath() throws Exception {
-        String out = selftest("--module-path", launchPath(), "--enable-native-access=io.mstar.transport,com.sun.jna",
-            "--add-exports", "java.base/jdk.internal.misc=org.agrona",
-            "-m", "io.mstar.transport/io.mstar.transport.cli.MstarShm");
+        List<String> launch = new ArrayList<>(List.of("--module-path", launchPath()));
+        launch.addAll(MODULE_PATH_FLAGS);
+        launch.addAll(List.of("-m", "io.mstar.transport/io.mstar.transport.cli.MstarShm"));
+        String out = selftest(launch.toArray(String[]::new));
         assertTrue(out.contains("module=module io.mstar.transport"), out);
     }
 
     @Test
     void onTheClassPath() throws Exception {
-        String out = selftest("-cp", launchPath(), "--enable-native-access=ALL-UNNAMED",
-            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED", "io.mstar.transport.cli.MstarShm");
+        List<String> launch = new ArrayList<>(List.of("-cp", launchPath()));
+        launch.addAll(CLASS_PATH_FLAGS);
+        launch.add("io.mstar.transport.cli.MstarShm");
+        String out = selftest(launch.toArray(String[]::new));
         assertTrue(out.contains("module=unnamed module"), out);
+    }
+
+    /** The README's producer and consumer, compiled by the build, as two processes over the built jar. */
+    @Test
+    void theReadmeProducerAndConsumerOnTheModulePath() throws Exception {
+        List<String> launch = new ArrayList<>(List.of("--module-path", launchPath(), "--add-modules", "io.mstar.transport",
+            "-cp", readmeClasses().toString()));
+        launch.addAll(MODULE_PATH_FLAGS);
+        readmePair(launch);
+    }
+
+    @Test
+    void theReadmeProducerAndConsumerOnTheClassPath() throws Exception {
+        List<String> launch = new ArrayList<>(List.of("-cp", launchPath() + File.pathSeparator + readmeClasses()));
+        launch.addAll(CLASS_PATH_FLAGS);
+        readmePair(launch);
+    }
+
+    private void readmePair(List<String> launch) throws Exception {
+        Process consumer = start(launch, "io.mstar.transport.docs.ReadmeConsumer");
+        Process producer = start(launch, "io.mstar.transport.docs.ReadmeProducer");
+        assertTrue(producer.waitFor(60, TimeUnit.SECONDS) && consumer.waitFor(60, TimeUnit.SECONDS), "the README pair hung");
+        String producerOut = new String(producer.getInputStream().readAllBytes());
+        String consumerOut = new String(consumer.getInputStream().readAllBytes());
+        assertEquals(0, producer.exitValue(), producerOut);
+        assertEquals(0, consumer.exitValue(), consumerOut);
+        assertTrue(producerOut.contains("producer: sent and ACKed"), producerOut);
+        assertTrue(consumerOut.contains("consumer: F32 602112 bytes"), consumerOut);
+    }
+
+    private Process start(List<String> launch, String main) throws Exception {
+        List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow()));
+        command.addAll(launch);
+        command.add(main);
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().put("MSTAR_SHM_DIR", shm.path().toString());
+        builder.environment().put("MSTAR_SHM_ARENA", "1");
+        return builder.start();
+    }
+
+    // Only the README's two programs, copied out of the test classes.
+    private Path readmeClasses() throws Exception {
+        Path dir = readme;
+        Path from = Path.of("target/test-classes/io/mstar/transport/docs");
+        Path to = Files.createDirectories(dir.resolve("io/mstar/transport/docs"));
+        try (var classes = Files.list(from)) {
+            for (Path c : classes.filter(p -> p.getFileName().toString().startsWith("Readme")).toList()) {
+                Files.copy(c, to.resolve(c.getFileName()));
+            }
+        }
+        return dir;
+    }
+
+    /** The self-contained command runs with `java -jar` alone: no class path, no flags. */
+    @Test
+    void theSelfContainedCommandRunsWithJavaJarAlone() throws Exception {
+        String jar = System.getProperty("mstar.cli.jar");
+        assertEquals("mstar-shm " + System.getProperty("mstar.version"), run("-jar", jar, "--version").strip());
+        String selftest = run("-jar", jar, "selftest", "--dir", shm.path().toString(), "--json");
+        assertTrue(selftest.contains("\"passed\":true"), selftest);
+        String doctor = run("-jar", jar, "doctor", "--dir", shm.path().toString(), "--json");
+        assertTrue(doctor.startsWith("{") && doctor.contains("\"healthy\":true"), doctor);
+    }
+
+    // Standard output only: the command's logs go to standard error.
+    private static String run(String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow()));
+        command.addAll(Arrays.asList(args));
+        Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        String out = new String(process.getInputStream().readAllBytes());
+        assertTrue(process.waitFor(60, TimeUnit.SECONDS), String.join(" ", command));
+        assertEquals(0, process.exitValue(), String.join(" ", command) + "\n" + out);
+        return out;
     }
 }

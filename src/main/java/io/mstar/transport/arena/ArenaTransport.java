@@ -60,6 +60,8 @@ public final class ArenaTransport implements TensorTransport {
     private final Optional<ConsumerLiveness> consumerLiveness;
     private final Maintenance maintenance;
     private final StatsFile stats; // null when stats logging is off
+    /** Characters per segment in the occupancy map of the stats file ({@code mstar-shm stats --map}). */
+    static final int MAP_CELLS = 64;
     private final ObjectName jmxName;
     private final CloseOnce closer = new CloseOnce();
 
@@ -202,7 +204,7 @@ public final class ArenaTransport implements TensorTransport {
         String line = statsSummary().toLogLine();
         LOG.info("arena stats: {}", line);
         try {
-            stats.write(line);
+            stats.write(line + " segmentMap=" + arena.occupancyMap(MAP_CELLS));
         } catch (RuntimeException e) {
             LOG.debug("stats file not written: {}", e.toString());
         }

@@ -320,6 +320,41 @@ public final class SegmentedArena implements AutoCloseable {
             reserves, frees, failedReserves, refusedFrees);
     }
 
+    /**
+     * Each segment's occupancy as a bar of {@code cells} characters, in address order: {@code #} all used,
+     * {@code .} all free, {@code +} part of each; the segments in order, separated by commas.
+     */
+    public synchronized String occupancyMap(int cells) {
+        StringBuilder map = new StringBuilder();
+        for (int p = 0; p < positionsInUse; p++) {
+            FirstFitAllocator allocator = allocators[p];
+            if (allocator == null) {
+                continue;
+            }
+            long capacity = allocator.capacityBytes();
+            long[] free = new long[cells];
+            allocator.forEachFreeBlock((offset, size) -> {
+                for (int c = (int) (offset * cells / capacity); c < cells && cellStart(c, capacity, cells) < offset + size; c++) {
+                    long from = Math.max(offset, cellStart(c, capacity, cells));
+                    long to = Math.min(offset + size, cellStart(c + 1, capacity, cells));
+                    free[c] += Math.max(0, to - from);
+                }
+            });
+            if (!map.isEmpty()) {
+                map.append(',');
+            }
+            for (int c = 0; c < cells; c++) {
+                long cellBytes = cellStart(c + 1, capacity, cells) - cellStart(c, capacity, cells);
+                map.append(free[c] == 0 ? '#' : free[c] >= cellBytes ? '.' : '+');
+            }
+        }
+        return map.toString();
+    }
+
+    private static long cellStart(int cell, long capacity, int cells) {
+        return capacity * cell / cells;
+    }
+
     /** Whose segments these are. */
     public Owner owner() {
         return owner;

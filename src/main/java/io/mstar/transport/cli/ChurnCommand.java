@@ -13,12 +13,14 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
+import java.util.Locale;
 import java.util.SplittableRandom;
 
 /**
  * {@code mstar-shm churn}: an arena in a temporary directory under {@code MSTAR_SHM_DIR}, driven like a
  * producer whose consumer ACKs roughly in order: reserve, copy the tensor in, and free the oldest slots
- * once a window of in-flight tensors is full. Prints progress each second and the final snapshot.
+ * once a window of in-flight tensors is full. Prints progress each second on a terminal, then the final
+ * snapshot and the segments' occupancy map (or, with {@code --json}, one JSON object).
  */
 final class ChurnCommand {
     private static final int IN_FLIGHT = 64;
@@ -32,7 +34,13 @@ final class ChurnCommand {
         double seconds = 3;
         int segmentMb = 64;
         int maxSegments = 4;
+        boolean json = false;
         for (int i = 0; i < args.length; i += 2) {
+            if (args[i].equals("--json")) {
+                json = true;
+                i--;
+                continue;
+            }
             switch (args[i]) {
                 case "--seconds" -> seconds = MstarShm.number(args, i);
                 case "--segment-mb" -> segmentMb = (int) MstarShm.number(args, i);
@@ -47,16 +55,26 @@ final class ChurnCommand {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create a temporary directory in " + config.shmDir(), e);
         }
-        out.printf("churn: dir=%s segmentMb=%d maxSegments=%d seconds=%.1f in-flight=%d sizes=4KiB..16MiB%n",
-            dir, segmentMb, maxSegments, seconds, IN_FLIGHT);
+        if (!json) {
+            out.printf("churn: dir=%s segmentMb=%d maxSegments=%d seconds=%.1f in-flight=%d sizes=4KiB..16MiB%n",
+                dir, segmentMb, maxSegments, seconds, IN_FLIGHT);
+        }
         try (Arena scratch = Arena.ofConfined();
              SegmentedArena arena = new SegmentedArena(dir, Namespace.of(config.deploymentToken(), "mstar-shm-churn"),
                  "churn", (long) segmentMb << 20, maxSegments)) {
             MemorySegment source = scratch.allocate(MAX_TENSOR, 4096);
             source.fill((byte) 0x5A);
-            churn(arena, source, (long) (seconds * 1e9), out);
+            String done = churn(arena, source, (long) (seconds * 1e9), out, !json && Terminal.showsProgress(out));
+            String map = arena.occupancyMap(64); // at its fullest: the last window is still in flight
             ArenaStats stats = arena.stats();
-            out.println("stats: " + stats.toLogLine());
+            if (json) {
+                out.println("{" + Json.members(done + " " + stats.toLogLine() + " segmentMap=" + map) + "}");
+            } else {
+                out.println("done: " + done);
+                out.println("stats: " + stats.toLogLine());
+                out.println("segments with the last window of tensors in flight:");
+                out.println(StatsCommand.drawMap(map));
+            }
         } finally {
             try {
                 Files.deleteIfExists(dir);
@@ -67,7 +85,9 @@ final class ChurnCommand {
         return 0;
     }
 
-    private static void churn(SegmentedArena arena, MemorySegment source, long durationNs, PrintStream out) {
+    // Returns the totals as key=value pairs; leaves the last window of tensors in flight, freed by the close.
+    private static String churn(SegmentedArena arena, MemorySegment source, long durationNs, PrintStream out,
+                                boolean progress) {
         SplittableRandom random = new SplittableRandom(1);
         ArrayDeque<long[]> inFlight = new ArrayDeque<>();
         long start = System.nanoTime();
@@ -96,7 +116,7 @@ final class ChurnCommand {
                 arena.free(victim[0]);
             }
             long now = System.nanoTime();
-            if (now >= nextReport) {
+            if (progress && now >= nextReport) {
                 ArenaStats s = arena.stats();
                 out.printf("  %4.1fs tensors=%d copied=%.2f GB full=%d segments=%d used=%d MiB largestFree=%d MiB"
                         + " fragmentation=%.3f%n", (now - start) / 1e9, tensors, bytes / 1e9, full, s.segments(),
@@ -105,11 +125,8 @@ final class ChurnCommand {
             }
         }
         double elapsed = (System.nanoTime() - start) / 1e9;
-        while (!inFlight.isEmpty()) {
-            arena.free(inFlight.removeFirst()[0]);
-        }
-        out.printf("done: %d tensors in %.2f s (%.0f tensors/s, %.2f GB/s copied in), %d full outcomes%n",
-            tensors, elapsed, tensors / elapsed, bytes / elapsed / 1e9, full);
+        return String.format(Locale.ROOT, "tensors=%d seconds=%.2f tensorsPerSecond=%.0f copiedGBPerSecond=%.2f"
+            + " fullOutcomes=%d", tensors, elapsed, tensors / elapsed, bytes / elapsed / 1e9, full);
     }
 
     private static long[] secondOldest(ArrayDeque<long[]> queue) {

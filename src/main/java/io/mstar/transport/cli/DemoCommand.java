@@ -65,8 +65,12 @@ final class DemoCommand {
     static int run(String[] args, PrintStream out) throws IOException, InterruptedException {
         double secondsPerSize = 1.5;
         int batch = BATCH;
+        boolean json = false;
         for (int i = 0; i < args.length; i += 2) {
-            if (args[i].equals("--seconds-per-size")) {
+            if (args[i].equals("--json")) {
+                json = true;
+                i--;
+            } else if (args[i].equals("--seconds-per-size")) {
                 secondsPerSize = MstarShm.number(args, i);
             } else if (args[i].equals("--batch")) {
                 batch = (int) MstarShm.number(args, i);
@@ -86,14 +90,18 @@ final class DemoCommand {
             workDir.close();
         }, "mstar-demo-stop-children");
         Runtime.getRuntime().addShutdownHook(stopChildren);
-        out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB batch=%d in-flight=%d batches (at most %d MiB)"
-            + " seconds-per-size=%.1f%n", dir, batch, BATCHES_IN_FLIGHT, IN_FLIGHT_BYTES >> 20, secondsPerSize);
+        if (!json) {
+            out.printf("demo: dir=%s sizes=4KiB,64KiB,1MiB,16MiB batch=%d in-flight=%d batches (at most %d MiB)"
+                + " seconds-per-size=%.1f%n", dir, batch, BATCHES_IN_FLIGHT, IN_FLIGHT_BYTES >> 20, secondsPerSize);
+        }
+        // Children's progress only for a person; anything else they say goes to stderr under --json.
+        Relay relay = new Relay(json ? System.err : out, !json && Terminal.showsProgress(out));
         Map<Long, double[]> arena;
         Map<Long, double[]> file;
         String[] stats = new String[1];
         try {
-            arena = round(dir, "arena", secondsPerSize, batch, out, stats);
-            file = round(dir, "file", secondsPerSize, batch, out, new String[1]);
+            arena = round(dir, "arena", secondsPerSize, batch, relay, stats);
+            file = round(dir, "file", secondsPerSize, batch, relay, new String[1]);
         } finally {
             deleteContents(dir);
             workDir.close();
@@ -101,6 +109,10 @@ final class DemoCommand {
         Runtime.getRuntime().removeShutdownHook(stopChildren);
         if (arena == null || file == null) {
             return 1;
+        }
+        if (json) {
+            out.println(json(dir, arena, file, stats[0]));
+            return 0;
         }
         out.println();
         out.printf("%-6s | %-36s | %-36s | %s%n", "size", "arena: tensors/s   GB/s  p50 us  p99 us",
@@ -117,12 +129,36 @@ final class DemoCommand {
         return 0;
     }
 
+    private static String json(Path dir, Map<Long, double[]> arena, Map<Long, double[]> file, String stats) {
+        List<String> rows = new ArrayList<>();
+        for (long size : SIZES) {
+            rows.add(String.format(Locale.ROOT, "{\"sizeBytes\":%d,\"arena\":%s,\"file\":%s,\"arenaOverFile\":%.2f}",
+                size, row(arena.get(size)), row(file.get(size)), arena.get(size)[0] / file.get(size)[0]));
+        }
+        return "{\"dir\":" + Json.quote(dir.toString()) + ",\"rows\":[" + String.join(",", rows) + "],\"arenaProducerStats\":{"
+            + Json.members(stats) + "},\"filesLeftBehind\":" + (Files.exists(dir) ? 1 : 0) + "}";
+    }
+
+    private static String row(double[] r) {
+        return String.format(Locale.ROOT, "{\"tensorsPerSecond\":%.0f,\"gbPerSecond\":%.3f,\"p50Us\":%.0f,\"p99Us\":%.0f}",
+            r[0], r[1], r[2], r[3]);
+    }
+
+    /** Where the children's lines go: their progress lines only when {@code progress}, the rest always. */
+    record Relay(PrintStream out, boolean progress) {
+        void line(String mode, String line) {
+            if (progress || !line.startsWith(mode + " ")) {
+                out.println("  [" + mode + "] " + line);
+            }
+        }
+    }
+
     /**
      * One consumer and one producer process over {@code mode} ("arena" or "file") in {@code dir}; returns,
-     * per size, {tensors/s, GB/s, p50 us, p99 us}, or null when a process failed (said on {@code out}).
+     * per size, {tensors/s, GB/s, p50 us, p99 us}, or null when a process failed (said on the relay).
      * The producer's final stats line lands in {@code statsOut[0]}.
      */
-    static Map<Long, double[]> round(Path dir, String mode, double secondsPerSize, int batch, PrintStream out,
+    static Map<Long, double[]> round(Path dir, String mode, double secondsPerSize, int batch, Relay relay,
                                      String[] statsOut) throws IOException, InterruptedException {
         Process consumer = child("demo-consumer", dir.toString(), mode);
         Process producer = child("demo-producer", dir.toString(), mode, Double.toString(secondsPerSize),
@@ -137,7 +173,7 @@ final class DemoCommand {
                 } else if (line.startsWith("STATS ")) {
                     statsOut[0] = line.substring(6);
                 } else {
-                    out.println("  [" + mode + "] " + line);
+                    relay.line(mode, line);
                 }
             }
         }
@@ -147,7 +183,7 @@ final class DemoCommand {
         producer.destroyForcibly();
         CHILDREN.clear();
         if (!producerOk || !consumerOk) {
-            out.println("demo round failed: mode=" + mode + " producerOk=" + producerOk + " consumerOk=" + consumerOk);
+            relay.out().println("demo round failed: mode=" + mode + " producerOk=" + producerOk + " consumerOk=" + consumerOk);
             return null;
         }
         return rows;

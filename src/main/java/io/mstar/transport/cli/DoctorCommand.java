@@ -13,6 +13,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -101,13 +102,14 @@ final class DoctorCommand {
 
     static int doctor(String[] args, PrintStream out) {
         Options o = Options.parse(args, "--json");
+        boolean json = o.flags.contains("--json");
         List<NamespaceReport> reports = scan(o.dir);
         Posix.FileSystemSpace space = Posix.statvfs(o.dir.toString());
         long used = reports.stream().mapToLong(NamespaceReport::bytes).sum();
         List<FileReport> dead = reports.stream().flatMap(ns -> ns.deadFiles().stream()).toList();
         boolean healthy = dead.isEmpty();
         String fix = "mstar-shm reclaim --dir " + o.dir + " --yes";
-        if (o.flag) {
+        if (json) {
             out.println(json(o.dir, reports, space, used, healthy, fix));
         } else {
             out.printf("dir=%s fileSystemBytes=%d availableBytes=%d mstarBytes=%d namespaces=%d%n", o.dir,
@@ -133,27 +135,27 @@ final class DoctorCommand {
     }
 
     static int reclaim(String[] args, PrintStream out) {
-        Options o = Options.parse(args, "--yes");
-        long bytes = 0;
-        int count = 0;
-        if (o.flag) {
-            for (Reclaimer.Removed r : Reclaimer.sweep(o.dir)) {
-                out.println("removed " + o.dir.resolve(r.name()) + " (" + r.sizeBytes() + " bytes)");
-                bytes += r.sizeBytes();
-                count++;
-            }
+        Options o = Options.parse(args, "--yes", "--json");
+        boolean remove = o.flags.contains("--yes");
+        List<FileReport> files = new ArrayList<>();
+        if (remove) {
+            Reclaimer.sweep(o.dir).forEach(r -> files.add(new FileReport(r.name(), "", r.sizeBytes(), false, Set.of())));
         } else {
-            for (NamespaceReport ns : scan(o.dir)) {
-                for (FileReport f : ns.deadFiles()) {
-                    out.println("would remove " + o.dir.resolve(f.name()) + " (" + f.sizeBytes() + " bytes)");
-                    bytes += f.sizeBytes();
-                    count++;
-                }
-            }
+            scan(o.dir).forEach(ns -> files.addAll(ns.deadFiles()));
         }
-        out.println(count == 0 ? "nothing to reclaim: every file has a live owner"
-            : o.flag ? "removed " + count + " files of dead owners, " + bytes + " bytes"
-            : count + " files of dead owners, " + bytes + " bytes; run again with --yes to remove them");
+        long bytes = files.stream().mapToLong(FileReport::sizeBytes).sum();
+        if (o.flags.contains("--json")) {
+            out.println("{\"dir\":" + Json.quote(o.dir.toString()) + ",\"removed\":" + remove + ",\"files\":["
+                + String.join(",", files.stream().map(f -> "{\"name\":" + Json.quote(f.name()) + ",\"sizeBytes\":"
+                + f.sizeBytes() + "}").toList()) + "],\"bytes\":" + bytes + "}");
+            return 0;
+        }
+        for (FileReport f : files) {
+            out.println((remove ? "removed " : "would remove ") + o.dir.resolve(f.name()) + " (" + f.sizeBytes() + " bytes)");
+        }
+        out.println(files.isEmpty() ? "nothing to reclaim: every file has a live owner"
+            : remove ? "removed " + files.size() + " files of dead owners, " + bytes + " bytes"
+            : files.size() + " files of dead owners, " + bytes + " bytes; run again with --yes to remove them");
         return 0;
     }
 
@@ -241,13 +243,13 @@ final class DoctorCommand {
     }
 
     /** {@code [--dir DIR] [flag]}. */
-    private record Options(Path dir, boolean flag) {
-        static Options parse(String[] args, String flagName) {
+    private record Options(Path dir, Set<String> flags) {
+        static Options parse(String[] args, String... flagNames) {
             Path dir = TransportConfig.fromEnvironment().shmDir();
-            boolean flag = false;
+            Set<String> flags = new HashSet<>();
             for (int i = 0; i < args.length; i++) {
-                if (args[i].equals(flagName)) {
-                    flag = true;
+                if (List.of(flagNames).contains(args[i])) {
+                    flags.add(args[i]);
                 } else if (args[i].equals("--dir") && i + 1 < args.length) {
                     dir = Path.of(args[++i]);
                 } else {
@@ -257,7 +259,7 @@ final class DoctorCommand {
             if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
                 throw new MstarShm.UsageException("not a directory: " + dir);
             }
-            return new Options(dir, flag);
+            return new Options(dir, flags);
         }
     }
 }

@@ -1,8 +1,13 @@
 package io.mstar.transport.cli;
 
 import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.io.PrintStream;
 import java.util.Arrays;
+import java.util.jar.Attributes;
+import java.util.jar.JarFile;
 
 /**
  * {@code mstar-shm}: the operator's command. Exit codes: 0 success, 1 the command found a problem,
@@ -13,25 +18,27 @@ public final class MstarShm {
     }
 
     static final String USAGE = """
-        usage: mstar-shm <command> [options]
+        usage: mstar-shm <command> [options]     (mstar-shm --version: the library's version)
         commands:
-          demo [--seconds-per-size S] [--batch N]
+          demo [--seconds-per-size S] [--batch N] [--json]
               start a consumer process and a producer process, stream tensors of 4 KiB to 16 MiB
               through the arena and then through the file transport, print a table per size
           doctor [--dir DIR] [--json]
               per deployment namespace and owner: live or dead, its files and bytes, the processes
               that map them; totals against the file system. Exit 0 healthy, 1 found files of
               dead owners (and prints the command that removes them), 2 usage error
-          reclaim [--dir DIR] [--yes]
+          reclaim [--dir DIR] [--yes] [--json]
               list (dry run) or remove (--yes) the files of dead owners
-          stats [--dir DIR] [--json]
-              the latest stats snapshot of each arena that publishes one (stats logging on)
-          selftest [--dir DIR]
+          stats [--dir DIR] [--map] [--json]
+              the latest stats snapshot of each arena that publishes one (stats logging on);
+              --map draws each segment's used and free ranges as a bar
+          selftest [--dir DIR] [--json]
               move one checksummed tensor through the arena and the mailbox in this JVM, as
               launched, and probe CUDA: exit 0 when the library works here
-          churn [--seconds S] [--segment-mb M] [--max-segments N]
+          churn [--seconds S] [--segment-mb M] [--max-segments N] [--json]
               create an arena in a temporary shared-memory directory, churn it with a mixed
-              workload (4 KiB to 16 MiB, copies included), print progress and its stats snapshot
+              workload (4 KiB to 16 MiB, copies included), print its stats snapshot and map
+        demo and churn show progress on a terminal only; --json prints one JSON document for machines
         """;
 
     public static void main(String[] args) {
@@ -39,6 +46,10 @@ public final class MstarShm {
     }
 
     static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length > 0 && (args[0].equals("--version") || args[0].equals("version"))) {
+            out.println("mstar-shm " + version());
+            return 0;
+        }
         if (args.length == 0 || args[0].equals("--help") || args[0].equals("-h")) {
             (args.length == 0 ? err : out).print(USAGE);
             return args.length == 0 ? 2 : 0;
@@ -71,6 +82,25 @@ public final class MstarShm {
             Thread.currentThread().interrupt();
             return 1;
         }
+    }
+
+    /** The Implementation-Version in the manifest of the jar this runs from (class path or module path). */
+    static String version() {
+        try {
+            Path jar = Path.of(MstarShm.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            if (Files.isRegularFile(jar)) {
+                try (JarFile file = new JarFile(jar.toFile())) {
+                    String version = file.getManifest() == null ? null
+                        : file.getManifest().getMainAttributes().getValue(Attributes.Name.IMPLEMENTATION_VERSION);
+                    if (version != null) {
+                        return version;
+                    }
+                }
+            }
+        } catch (IOException | URISyntaxException | SecurityException e) {
+            // no version to show
+        }
+        return "unknown (not run from a jar)";
     }
 
     /** A command line that does not parse. */

@@ -39,8 +39,11 @@ final class SelfTestCommand {
 
     static int run(String[] args, PrintStream out) throws InterruptedException {
         Map<String, String> env = new HashMap<>(System.getenv());
+        boolean json = false;
         for (int i = 0; i < args.length; i++) {
-            if (args[i].equals("--dir") && i + 1 < args.length) {
+            if (args[i].equals("--json")) {
+                json = true;
+            } else if (args[i].equals("--dir") && i + 1 < args.length) {
                 env.put(TransportConfig.SHM_DIR, args[++i]);
             } else {
                 throw new MstarShm.UsageException("unknown option for selftest: " + args[i]);
@@ -80,13 +83,20 @@ final class SelfTestCommand {
                 }
             }, Duration.ofSeconds(10));
             long inFlight = producer.statsSummary().inFlight();
-            out.println("arena: 1 MiB tensor " + verdict.get() + " through the mailbox, ACKed, inFlight=" + inFlight
-                + ", dir=" + config.shmDir() + ", module=" + SelfTestCommand.class.getModule());
+            String arena = "1 MiB tensor " + verdict.get() + " through the mailbox, ACKed, inFlight=" + inFlight
+                + ", dir=" + config.shmDir() + ", module=" + SelfTestCommand.class.getModule();
             CudaStatus cuda = CudaProbe.probe(config);
-            out.println("cuda: " + (cuda.usable() ? "usable, " + cuda.devices() + " devices, library " + cuda.library()
-                : cuda.reason()));
+            String cudaLine = cuda.usable() ? "usable, " + cuda.devices() + " devices, library " + cuda.library()
+                : cuda.reason();
             boolean ok = verdict.get().equals("intact") && inFlight == 0;
-            out.println(ok ? "selftest passed" : "selftest FAILED");
+            if (json) {
+                out.println("{\"passed\":" + ok + ",\"arena\":" + Json.quote(arena) + ",\"cudaUsable\":" + cuda.usable()
+                    + ",\"cuda\":" + Json.quote(cudaLine) + ",\"version\":" + Json.quote(MstarShm.version()) + "}");
+            } else {
+                out.println("arena: " + arena);
+                out.println("cuda: " + cudaLine);
+                out.println(ok ? "selftest passed" : "selftest FAILED");
+            }
             return ok ? 0 : 1;
         }
     }

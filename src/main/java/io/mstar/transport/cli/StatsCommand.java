@@ -14,9 +14,13 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** {@code mstar-shm stats}: the latest stats snapshot of every live arena that publishes one (stats logging on). */
+/**
+ * {@code mstar-shm stats}: the latest stats snapshot of every live arena that publishes one (stats logging
+ * on); {@code --map} draws each of its segments as a bar of used ({@code #}), free ({@code .}) and mixed
+ * ({@code +}) ranges, so fragmentation shows at a glance.
+ */
 final class StatsCommand {
-    private static final Pattern PAIR = Pattern.compile("(\\w+)=(\"[^\"]*\"|\\S+)");
+    private static final Pattern MAP = Pattern.compile(" segmentMap=(\\S*)");
 
     private StatsCommand() {
     }
@@ -24,9 +28,12 @@ final class StatsCommand {
     static int run(String[] args, PrintStream out) throws IOException {
         Path dir = TransportConfig.fromEnvironment().shmDir();
         boolean json = false;
+        boolean map = false;
         for (int i = 0; i < args.length; i++) {
             if (args[i].equals("--json")) {
                 json = true;
+            } else if (args[i].equals("--map")) {
+                map = true;
             } else if (args[i].equals("--dir") && i + 1 < args.length) {
                 dir = Path.of(args[++i]);
             } else {
@@ -49,20 +56,16 @@ final class StatsCommand {
             } catch (NoSuchFileException e) {
                 continue; // its owner closed meanwhile
             }
+            Matcher segments = MAP.matcher(line);
+            String bars = segments.find() ? segments.group(1) : "";
+            String fields = segments.replaceAll("");
             if (json) {
-                StringBuilder b = new StringBuilder("{\"namespace\":\"" + m.group(1) + "\",\"entity\":\"" + m.group(2)
-                    + "\",\"owner\":\"" + m.group(3) + "\",\"live\":" + live);
-                Matcher pair = PAIR.matcher(line);
-                while (pair.find()) {
-                    String value = pair.group(2);
-                    boolean number = value.matches("-?[0-9]+(\\.[0-9]+)?");
-                    b.append(",\"").append(pair.group(1)).append("\":")
-                        .append(number ? value : "\"" + value.replace("\"", "") + "\"");
-                }
-                entries.add(b.append('}').toString());
+                entries.add("{\"namespace\":\"" + m.group(1) + "\",\"entity\":\"" + m.group(2) + "\",\"owner\":\""
+                    + m.group(3) + "\",\"live\":" + live + "," + Json.members(map ? line : fields) + "}");
             } else {
-                entries.add("namespace " + m.group(1) + " entity " + m.group(2) + " owner " + m.group(3)
-                    + (live ? " (live)" : " (DEAD)") + "\n  " + line.replace(" ", "\n  "));
+                String head = "namespace " + m.group(1) + " entity " + m.group(2) + " owner " + m.group(3)
+                    + (live ? " (live)" : " (DEAD)");
+                entries.add(head + "\n" + (map ? drawMap(bars) : "  " + fields.replace(" ", "\n  ")));
             }
         }
         if (json) {
@@ -72,5 +75,23 @@ final class StatsCommand {
                 + " (a transport publishes them when stats logging is on)" : String.join("\n", entries));
         }
         return 0;
+    }
+
+    /** One line per segment: its bar, and the share of it in use. */
+    static String drawMap(String bars) {
+        if (bars.isEmpty()) {
+            return "  no segments";
+        }
+        StringBuilder b = new StringBuilder();
+        String[] segments = bars.split(",");
+        for (int i = 0; i < segments.length; i++) {
+            String bar = segments[i];
+            long used = bar.chars().filter(c -> c == '#').count();
+            long mixed = bar.chars().filter(c -> c == '+').count();
+            b.append(String.format("  segment %2d |%s| %3d%% used%s%n", i, bar, (200 * used + 100 * mixed) / (2L * bar.length()),
+                mixed > 0 ? ", " + mixed + " mixed" : ""));
+        }
+        return b.append("  (# used, . free, + both; a character is 1/").append(segments[0].length())
+            .append(" of a segment)").toString();
     }
 }

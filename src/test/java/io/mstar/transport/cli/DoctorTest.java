@@ -133,6 +133,12 @@ class DoctorTest {
             assertTrue(json.out.contains("\"entity\":\"producer\",\"owner\":\"" + owner.nonce() + "\",\"live\":true")
                 && json.out.contains("\"tensorsSent\":1"),
                 json.out);
+            assertTrue(!human.out.contains("segmentMap") && !json.out.contains("segmentMap"), "the map only on request");
+            // One 100-byte slot (a 256-byte granule) at the start of the 1 MiB segment: 1/64 of it is in use.
+            Run map = run("stats", "--dir", shm.path().toString(), "--map");
+            assertTrue(map.out.contains("segment  0 |+" + ".".repeat(63) + "|   0% used, 1 mixed"), map.out);
+            Run mapJson = run("stats", "--dir", shm.path().toString(), "--map", "--json");
+            assertTrue(mapJson.out.contains("\"segmentMap\":[\"+" + ".".repeat(63) + "\"]"), mapJson.out);
             transport.ack(List.of(d.uuid()));
         }
         assertEquals(List.of(), ShmTestDir.list(shm.path()), "closing removes the stats file");

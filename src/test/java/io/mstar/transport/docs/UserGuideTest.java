@@ -41,14 +41,40 @@ class UserGuideTest {
 
     @Test
     void everyJavaBlockOfTheGuideIsACompiledExampleAndEveryExampleIsInTheGuide() throws IOException {
-        List<String> blocks = guideBlocks(Files.readString(GUIDE));
-        Map<String, String> regions = exampleRegions(Files.readString(EXAMPLES));
+        assertBlocksAreRegions(GUIDE, EXAMPLES);
+    }
+
+    @Test
+    void theReadmeShowsTheCompiledProducerAndConsumer() throws IOException {
+        assertBlocksAreRegions(Path.of("README.md"), Path.of("src/test/java/io/mstar/transport/docs/ReadmeProducer.java"),
+            Path.of("src/test/java/io/mstar/transport/docs/ReadmeConsumer.java"));
+    }
+
+    @Test
+    void theOnnxRuntimePageShowsCompiledExamples() throws IOException {
+        assertBlocksAreRegions(Path.of("docs/onnxruntime.md"),
+            Path.of("src/test/java/io/mstar/transport/docs/OnnxExamples.java"));
+    }
+
+    @Test
+    void theMetricsPageShowsCompiledExamples() throws IOException {
+        assertBlocksAreRegions(Path.of("docs/metrics.md"),
+            Path.of("src/test/java/io/mstar/transport/docs/MetricsExamples.java"));
+    }
+
+    /** Every ```java block of {@code doc} is a tagged region of one of {@code sources}, and every region is in it. */
+    static void assertBlocksAreRegions(Path doc, Path... sources) throws IOException {
+        List<String> blocks = guideBlocks(Files.readString(doc));
+        Map<String, String> regions = new LinkedHashMap<>();
+        for (Path source : sources) {
+            regions.putAll(exampleRegions(Files.readString(source)));
+        }
         for (String block : blocks) {
-            assertTrue(regions.containsValue(block), "a code block of docs/user-guide.md is not an example of "
-                + EXAMPLES + " (copy the region into the guide, or the block into a region):\n" + block);
+            assertTrue(regions.containsValue(block), "a code block of " + doc + " is not an example of "
+                + List.of(sources) + " (copy the region into the page, or the block into a region):\n" + block);
         }
         regions.forEach((name, region) -> assertTrue(blocks.contains(region),
-            "example region " + name + " is not in the guide:\n" + region));
+            "example region " + name + " is not in " + doc + ":\n" + region));
     }
 
     /** The ```java blocks of a Markdown text. */

@@ -160,7 +160,6 @@ public final class OnnxPipeline {
         return x;
     }
 
-    // tag::stage-a[]
     static void stageA(Path dir, String mode, int requests, int rows) throws Exception {
         OrtEnvironment env = OrtEnvironment.getEnvironment();
         Deployment deployment = deployment(dir, "stage-a");
@@ -197,7 +196,6 @@ public final class OnnxPipeline {
                 latencyNs[requests - 1] / 1e6);
         }
     }
-    // end::stage-a[]
 
     private static void awaitAck(TensorChannel mailbox, TensorTransport transport) {
         boolean[] acked = {false};
@@ -217,7 +215,6 @@ public final class OnnxPipeline {
         }
     }
 
-    // tag::stage-b[]
     static void stageB(Path dir, String mode, int requests, int rows) throws Exception {
         OrtEnvironment env = OrtEnvironment.getEnvironment();
         Deployment deployment = deployment(dir, "stage-b");
@@ -262,7 +259,6 @@ public final class OnnxPipeline {
         }
         System.out.println("DIGEST " + Long.toHexString(digest.getValue()));
     }
-    // end::stage-b[]
 
     // Without the adapter: the activation copied out of the slot into a heap array, which ORT copies again.
     private static ByteBuffer copyingRun(OrtEnvironment env, OrtSession model, TensorTransport transport,
