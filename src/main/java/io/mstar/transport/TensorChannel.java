@@ -1,5 +1,6 @@
 package io.mstar.transport;
 
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
@@ -73,6 +74,26 @@ public interface TensorChannel extends AutoCloseable {
      */
     int receive(Listener listener, Duration timeout);
 
+    /**
+     * Sends one descriptor's record as it is (its {@code DescriptorCodec} binary form, as
+     * {@link TensorClaim#publish(MemorySegment, long)} or {@link TensorTransport#sendInto} wrote it): with
+     * {@link #sendAck}, {@link #pollRecords} and {@link TensorTransport#receive(MemorySegment, long, int, TensorReader)},
+     * a round trip that allocates nothing in steady state (unless a transport is attached to report to).
+     *
+     * @throws PeerUnavailableException as {@link #sendDescriptors(String, List)}
+     * @throws DescriptorFormatException when the bytes are not one record of {@code length} bytes
+     */
+    void sendDescriptorRecord(String toEntity, MemorySegment record, long offset, int length);
+
+    /** Sends one ACK by its uuid's halves; allocates nothing. */
+    void sendAck(String toEntity, long uuidMsb, long uuidLsb);
+
+    /**
+     * As {@link #poll}, handing each descriptor record and each ACK to the listener one by one, in place; for
+     * a sender seen last, it allocates nothing.
+     */
+    int pollRecords(RecordListener listener, int limit);
+
     @Override
     void close();
 
@@ -81,5 +102,17 @@ public interface TensorChannel extends AutoCloseable {
         void descriptors(String fromEntity, List<TensorDescriptor> descriptors);
 
         void acks(String fromEntity, List<UUID> uuids);
+    }
+
+    /**
+     * Receives messages item by item, in place ({@link #pollRecords}); called on the polling thread. A record is
+     * valid only during the call: receive it ({@link TensorTransport#receive(MemorySegment, long, int, TensorReader)}),
+     * decode it ({@code DescriptorCodec.decode}) or copy it. It may throw: the rest of that message is then
+     * counted as failed.
+     */
+    interface RecordListener {
+        void descriptor(String fromEntity, MemorySegment record, long offset, int length);
+
+        void ack(String fromEntity, long uuidMsb, long uuidLsb);
     }
 }

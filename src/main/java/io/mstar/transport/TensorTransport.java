@@ -76,6 +76,17 @@ public interface TensorTransport extends AutoCloseable {
     ReceivedTensor receive(TensorDescriptor descriptor);
 
     /**
+     * Receives the tensor that a descriptor's record (its {@code DescriptorCodec} binary form, as a
+     * {@link TensorChannel.RecordListener} is handed it) names, without making the descriptor: validates the
+     * record, then hands the tensor's bytes to {@code reader} in place, and releases them when it returns. On
+     * the arena a tensor in a slot allocates nothing; ACK it with {@link #ack(long, long)} and the record's
+     * uuid halves ({@code DescriptorCodec.uuidMsb/uuidLsb}).
+     *
+     * @throws DescriptorFormatException naming the field of the record that fails
+     */
+    void receive(MemorySegment record, long offset, int length, TensorReader reader);
+
+    /**
      * Opens a batch of received tensors. When one fails, the ones already opened are released and the
      * exception is thrown; use {@link #receive(TensorDescriptor)} per tensor to keep the others.
      */

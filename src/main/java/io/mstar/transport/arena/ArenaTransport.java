@@ -9,10 +9,12 @@ import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorReader;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.acks.FanOutAcks;
+import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.StatsFile;
@@ -142,6 +144,24 @@ public final class ArenaTransport implements TensorTransport {
             .timed(counters.receiveToRelease());
         counters.received();
         return tensor;
+    }
+
+    @Override
+    public void receive(MemorySegment record, long offset, int length, TensorReader reader) {
+        checkOpen();
+        String namespace = arena.owner().namespace().id();
+        DescriptorCodec.validate(record, offset, length, namespace);
+        if (DescriptorCodec.placement(record, offset) == Placement.SPILL) { // a file of its own: the usual way
+            try (ReceivedTensor tensor = receive(DescriptorCodec.decode(record, offset, length, namespace))) {
+                reader.read(tensor.data(), 0, tensor.data().byteSize());
+            }
+            return;
+        }
+        long start = System.nanoTime();
+        peers.read(DescriptorCodec.fileName(record, offset), DescriptorCodec.tensorOffset(record, offset),
+            DescriptorCodec.nbytes(record, offset), reader);
+        counters.received();
+        counters.receiveToRelease().record(System.nanoTime() - start);
     }
 
     @Override

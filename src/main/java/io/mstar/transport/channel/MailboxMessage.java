@@ -75,6 +75,9 @@ final class MailboxMessage {
         private int end;
         private String lastSender = "";
         private byte[] lastSenderBytes = new byte[0];
+        private long p; // the cursor of the message being dispatched, after begin()
+        private long limit;
+        private int items;
 
         @Override
         public void onMessage(int type, MutableDirectBuffer buffer, int index, int length) {
@@ -114,42 +117,77 @@ final class MailboxMessage {
          * @throws DescriptorFormatException naming what does not decode; the listener is not called then
          */
         void dispatch(int i, Deployment reader, TensorChannel.Listener listener) {
+            String from = begin(i);
+            if (types[i] == ACKS) {
+                List<UUID> uuids = new ArrayList<>(items);
+                for (int k = 0; k < items; k++, p += UUID_LENGTH) {
+                    uuids.add(new UUID(area.get(LONG, p), area.get(LONG, p + 8)));
+                }
+                listener.acks(from, uuids);
+            } else {
+                List<TensorDescriptor> descriptors = new ArrayList<>(items);
+                for (int k = 0; k < items; k++) {
+                    int length = DescriptorCodec.recordLength(area, p, limit - p);
+                    descriptors.add(DescriptorCodec.decode(area, p, length, reader));
+                    p += length;
+                }
+                listener.descriptors(from, descriptors);
+            }
+        }
+
+        /**
+         * Hands message {@code i}'s descriptor records and ACKs to the listener in place, one by one; the records
+         * are framed here (every length checked before any is handed on) and validated by whoever reads them
+         * ({@code TensorTransport.receive(record, ...)}).
+         *
+         * @throws DescriptorFormatException when the message's framing is bad; nothing is handed on then
+         */
+        void dispatchRecords(int i, TensorChannel.RecordListener listener) {
+            String from = begin(i);
+            if (types[i] == ACKS) {
+                for (int k = 0; k < items; k++, p += UUID_LENGTH) {
+                    listener.ack(from, area.get(LONG, p), area.get(LONG, p + 8));
+                }
+            } else {
+                while (p < limit) { // framed by begin(): every record's length fits
+                    int length = DescriptorCodec.recordLength(area, p, limit - p);
+                    listener.descriptor(from, area, p, length);
+                    p += length;
+                }
+            }
+        }
+
+        // Reads message i's header and checks its framing: the sender, and the cursor over its items.
+        private String begin(int i) {
             int type = types[i];
-            long p = offsets[i];
-            long limit = p + lengths[i];
+            p = offsets[i];
+            limit = p + lengths[i];
             int n = Byte.toUnsignedInt(area.get(ValueLayout.JAVA_BYTE, p));
             if (n == 0 || n > MAX_ENTITY_LENGTH || limit - p < 1 + n + 2) {
                 throw new DescriptorFormatException("sender", "bad sender name length " + n);
             }
             String from = sender((int) p + 1, n);
             p += 1 + n;
-            int count = Short.toUnsignedInt(area.get(SHORT, p));
+            items = Short.toUnsignedInt(area.get(SHORT, p));
             p += 2;
             if (type == ACKS) {
-                if (limit - p != (long) UUID_LENGTH * count) {
-                    throw new DescriptorFormatException("acks", count + " uuids need " + UUID_LENGTH * count
+                if (limit - p != (long) UUID_LENGTH * items) {
+                    throw new DescriptorFormatException("acks", items + " uuids need " + UUID_LENGTH * items
                         + " bytes, found " + (limit - p));
                 }
-                List<UUID> uuids = new ArrayList<>(count);
-                for (int k = 0; k < count; k++, p += UUID_LENGTH) {
-                    uuids.add(new UUID(area.get(LONG, p), area.get(LONG, p + 8)));
-                }
-                listener.acks(from, uuids);
             } else if (type == DESCRIPTORS) {
-                List<TensorDescriptor> descriptors = new ArrayList<>(count);
-                for (int k = 0; k < count; k++) {
-                    int length = DescriptorCodec.recordLength(area, p, limit - p);
-                    descriptors.add(DescriptorCodec.decode(area, p, length, reader));
-                    p += length;
+                long q = p;
+                for (int k = 0; k < items; k++) {
+                    q += DescriptorCodec.recordLength(area, q, limit - q);
                 }
-                if (p != limit) {
-                    throw new DescriptorFormatException("length", (limit - p) + " trailing bytes after " + count
+                if (q != limit) {
+                    throw new DescriptorFormatException("length", (limit - q) + " trailing bytes after " + items
                         + " descriptors");
                 }
-                listener.descriptors(from, descriptors);
             } else {
                 throw new DescriptorFormatException("type", "unknown message type " + type);
             }
+            return from;
         }
 
         // The sender's name: the last one's String again when the bytes are the same (one sender, many messages).

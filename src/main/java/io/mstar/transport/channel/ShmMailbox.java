@@ -3,6 +3,7 @@ package io.mstar.transport.channel;
 import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.ConsumerLiveness;
 import io.mstar.transport.Deployment;
+import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.EntityInUseException;
 import io.mstar.transport.MstarTransportException;
 import io.mstar.transport.NativeCallException;
@@ -268,6 +269,45 @@ public final class ShmMailbox implements TensorChannel {
             (out, uuid) -> out.message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()));
     }
 
+    @Override
+    public void sendDescriptorRecord(String toEntity, MemorySegment record, long offset, int length) {
+        if (DescriptorCodec.recordLength(record, offset, length) != length) {
+            throw new DescriptorFormatException("length", "the record declares another length than " + length);
+        }
+        String delivered;
+        enter();
+        try {
+            PeerMailbox peer = peers.get(toEntity);
+            Outbox out = outboxes.get();
+            MailboxMessage.start(out.message, entityAscii);
+            MemorySegment.copy(record, offset, out.segment, out.message.position(), length);
+            out.message.position(out.message.position() + length);
+            flush(peer, MailboxMessage.DESCRIPTORS, out, 1);
+            delivered = peer.key();
+        } finally {
+            exit();
+        }
+        ConsumerLiveness attached = producer;
+        if (attached != null) {
+            attached.sentTo(delivered, List.of(new UUID(DescriptorCodec.uuidMsb(record, offset),
+                DescriptorCodec.uuidLsb(record, offset))));
+        }
+    }
+
+    @Override
+    public void sendAck(String toEntity, long uuidMsb, long uuidLsb) {
+        enter();
+        try {
+            PeerMailbox peer = peers.get(toEntity);
+            Outbox out = outboxes.get();
+            MailboxMessage.start(out.message, entityAscii);
+            out.message.putLong(uuidMsb).putLong(uuidLsb);
+            flush(peer, MailboxMessage.ACKS, out, 1);
+        } finally {
+            exit();
+        }
+    }
+
     // Packs items into as few ring messages as the ring's message limit allows, in order; returns the key of
     // the incarnation that got them.
     private <T> String sendBatched(String toEntity, int type, Collection<T> items, ToIntFunction<T> length,
@@ -338,6 +378,16 @@ public final class ShmMailbox implements TensorChannel {
     /** Polls from one thread at a time (the ring has one reader); the listener runs outside the ring. */
     @Override
     public int poll(Listener listener, int limit) {
+        return poll(listener, null, limit);
+    }
+
+    @Override
+    public int pollRecords(RecordListener listener, int limit) {
+        return poll(null, listener, limit);
+    }
+
+    // One of the two listeners is null.
+    private int poll(Listener objects, RecordListener records, int limit) {
         int read;
         enter();
         try {
@@ -353,7 +403,11 @@ public final class ShmMailbox implements TensorChannel {
         try {
             for (int i = 0; i < polled.count(); i++) {
                 try {
-                    polled.dispatch(i, deployment, listener);
+                    if (objects != null) {
+                        polled.dispatch(i, deployment, objects);
+                    } else {
+                        polled.dispatchRecords(i, records);
+                    }
                 } catch (RuntimeException e) {
                     badMessages.incrementAndGet();
                     LOG.warn("mailbox message refused: entity={}, type={}, length={}: {}", entity, polled.type(i),

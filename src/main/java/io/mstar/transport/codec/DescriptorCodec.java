@@ -170,7 +170,41 @@ public final class DescriptorCodec {
      * @throws DescriptorFormatException naming the first field that fails
      */
     public static TensorDescriptor decode(MemorySegment src, long offset, long length, Deployment deployment) {
-        String namespace = deployment.namespace();
+        return decode(src, offset, length, deployment.namespace());
+    }
+
+    /** As {@link #decode(MemorySegment, long, long, Deployment)}, for the deployment's namespace id. */
+    public static TensorDescriptor decode(MemorySegment src, long offset, long length, String namespace) {
+        validate(src, offset, length, namespace);
+        int rank = src.get(ValueLayout.JAVA_BYTE, offset + RANK_OFFSET);
+        long[] shape = new long[rank];
+        for (int i = 0; i < rank; i++) {
+            shape[i] = src.get(LONG, offset + SHAPE_OFFSET + 8L * i);
+        }
+        long p = offset + SHAPE_OFFSET + 8L * rank;
+        int n = Short.toUnsignedInt(src.get(SHORT, p));
+        String requestId = decodeString(src, p + 2, n, STRING_FIELDS[0], true);
+        p += 2 + n;
+        n = Short.toUnsignedInt(src.get(SHORT, p));
+        String producer = RECENT_NAMES.get().name(src, p + 2, n, STRING_FIELDS[1]);
+        UUID uuid = new UUID(uuidMsb(src, offset), uuidLsb(src, offset));
+        return new TensorDescriptor(uuid, requestId, producer, dtype(src, offset), shape, nbytes(src, offset),
+            placement(src, offset), fileName(src, offset), tensorOffset(src, offset));
+    }
+
+    /**
+     * Validates the record at {@code offset}, exactly {@code length} bytes, as {@link #decode} does, without
+     * making the descriptor: then its fields can be read in place ({@link #uuidMsb}, {@link #fileName}, ...).
+     * Allocates nothing for the names this thread saw last.
+     *
+     * @throws DescriptorFormatException naming the first field that fails
+     */
+    public static void validate(MemorySegment src, long offset, long length, Deployment deployment) {
+        validate(src, offset, length, deployment.namespace());
+    }
+
+    /** As {@link #validate(MemorySegment, long, long, Deployment)}, for the deployment's namespace id. */
+    public static void validate(MemorySegment src, long offset, long length, String namespace) {
         if (length < SHAPE_OFFSET || offset < 0 || offset + length > src.byteSize()) {
             throw new DescriptorFormatException("length", "truncated: " + length + " bytes, header needs " + SHAPE_OFFSET);
         }
@@ -209,14 +243,13 @@ public final class DescriptorCodec {
         if (p + 6 > length) {
             throw new DescriptorFormatException("shape", "truncated: rank " + rank + " needs " + (p + 6) + " bytes");
         }
-        long[] shape = new long[rank];
         long elements = 1;
         for (int i = 0; i < rank; i++) {
-            shape[i] = src.get(LONG, offset + SHAPE_OFFSET + 8L * i);
-            if (shape[i] < 0) {
-                throw new DescriptorFormatException("shape", "dimension " + i + " is negative: " + shape[i]);
+            long dim = src.get(LONG, offset + SHAPE_OFFSET + 8L * i);
+            if (dim < 0) {
+                throw new DescriptorFormatException("shape", "dimension " + i + " is negative: " + dim);
             }
-            elements = multiplyOrMinus(elements, shape[i]);
+            elements = multiplyOrMinus(elements, dim);
             if (elements < 0) {
                 throw new DescriptorFormatException("shape", "element count overflows");
             }
@@ -233,7 +266,6 @@ public final class DescriptorCodec {
         if (placement == Placement.SPILL && tensorOffset != 0) {
             throw new DescriptorFormatException("offset", "spill files start at 0, found " + tensorOffset);
         }
-        String requestId = null;
         String producer = null;
         String fileName = null;
         for (int s = 0; s < 3; s++) {
@@ -248,7 +280,7 @@ public final class DescriptorCodec {
             }
             // Producers and file names repeat (a producer has a few segments): this thread's recent ones are reused.
             switch (s) {
-                case 0 -> requestId = decodeString(src, offset + p, n, STRING_FIELDS[s], true);
+                case 0 -> checkUtf8(src, offset + p, n);
                 case 1 -> producer = RECENT_NAMES.get().name(src, offset + p, n, STRING_FIELDS[s]);
                 default -> fileName = RECENT_NAMES.get().name(src, offset + p, n, STRING_FIELDS[s]);
             }
@@ -264,8 +296,43 @@ public final class DescriptorCodec {
             throw new DescriptorFormatException("fileName", "not a " + (placement == Placement.SPILL ? "spill file" : "segment")
                 + " of namespace " + namespace + ": " + printable(fileName));
         }
-        UUID uuid = new UUID(src.get(LONG, offset + UUID_MSB_OFFSET), src.get(LONG, offset + UUID_LSB_OFFSET));
-        return new TensorDescriptor(uuid, requestId, producer, dtype, shape, nbytes, placement, fileName, tensorOffset);
+    }
+
+    // Field readers of a record that passed validate().
+
+    /** The most significant half of a validated record's uuid. */
+    public static long uuidMsb(MemorySegment src, long offset) {
+        return src.get(LONG, offset + UUID_MSB_OFFSET);
+    }
+
+    /** The least significant half of a validated record's uuid. */
+    public static long uuidLsb(MemorySegment src, long offset) {
+        return src.get(LONG, offset + UUID_LSB_OFFSET);
+    }
+
+    public static DType dtype(MemorySegment src, long offset) {
+        return DType.ofCode(src.get(ValueLayout.JAVA_BYTE, offset + DTYPE_OFFSET));
+    }
+
+    public static Placement placement(MemorySegment src, long offset) {
+        return Placement.ofCode(src.get(ValueLayout.JAVA_BYTE, offset + PLACEMENT_OFFSET));
+    }
+
+    public static long nbytes(MemorySegment src, long offset) {
+        return src.get(LONG, offset + NBYTES_OFFSET);
+    }
+
+    /** Where the tensor starts in its file. */
+    public static long tensorOffset(MemorySegment src, long offset) {
+        return src.get(LONG, offset + OFFSET_OFFSET);
+    }
+
+    /** The file that holds the tensor (this thread's recent names are reused, so a repeated one allocates nothing). */
+    public static String fileName(MemorySegment src, long offset) {
+        long p = offset + SHAPE_OFFSET + 8L * src.get(ValueLayout.JAVA_BYTE, offset + RANK_OFFSET);
+        p += 2 + Short.toUnsignedInt(src.get(SHORT, p)); // requestId
+        p += 2 + Short.toUnsignedInt(src.get(SHORT, p)); // producer
+        return RECENT_NAMES.get().name(src, p + 2, Short.toUnsignedInt(src.get(SHORT, p)), STRING_FIELDS[2]);
     }
 
     // ASCII goes byte by byte (no allocation); anything else through its UTF-8 bytes.
@@ -324,6 +391,16 @@ public final class DescriptorCodec {
             names[next] = name;
             next = (next + 1) % keys.length;
             return name;
+        }
+    }
+
+    // A request id is checked for valid UTF-8; an ASCII one (the common case) without making a String.
+    private static void checkUtf8(MemorySegment src, long offset, int n) {
+        for (int i = 0; i < n; i++) {
+            if (src.get(ValueLayout.JAVA_BYTE, offset + i) < 0) {
+                decodeString(src, offset, n, STRING_FIELDS[0], true);
+                return;
+            }
         }
     }
 

@@ -2,6 +2,7 @@ package io.mstar.transport.shm;
 
 import io.mstar.transport.SegmentAccessException;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorReader;
 import io.mstar.transport.lifecycle.CloseOnce;
 
 import java.nio.file.Files;
@@ -43,7 +44,28 @@ public final class PeerSegments implements AutoCloseable {
      *
      * @throws SegmentAccessException when the segment is gone, fails a check, or does not hold the tensor
      */
-    public synchronized MappedView open(TensorDescriptor d) {
+    public MappedView open(TensorDescriptor d) {
+        Peer held = hold(d.fileName(), d.offset(), d.nbytes());
+        return new MappedView(d, held.segment.memory().asSlice(d.offset(), d.nbytes()), () -> release(held));
+    }
+
+    /**
+     * Hands the tensor's bytes in a peer segment to {@code reader} in place, holding the mapping meanwhile;
+     * allocates nothing once the segment is mapped.
+     *
+     * @throws SegmentAccessException when the segment is gone, fails a check, or does not hold the tensor
+     */
+    public void read(String fileName, long offset, long nbytes, TensorReader reader) {
+        Peer held = hold(fileName, offset, nbytes);
+        try {
+            reader.read(held.segment.memory(), offset, nbytes);
+        } finally {
+            release(held);
+        }
+    }
+
+    // The mapping of the segment, mapped on first use, with one more reader.
+    private synchronized Peer hold(String fileName, long offset, long nbytes) {
         if (closer.isClosed()) {
             throw new IllegalStateException("peer segments are closed");
         }
@@ -52,20 +74,19 @@ public final class PeerSegments implements AutoCloseable {
             sweep();
             nextSweepNs = now + SWEEP_INTERVAL_NS;
         }
-        long end = d.offset() + d.nbytes();
-        Peer peer = peers.get(d.fileName());
+        long end = offset + nbytes;
+        Peer peer = peers.get(fileName);
         if (peer == null) {
-            peer = new Peer(MappedSegment.openPeer(dir, d.fileName(), end));
-            peers.put(d.fileName(), peer);
+            peer = new Peer(MappedSegment.openPeer(dir, fileName, end));
+            peers.put(fileName, peer);
             listener.mapped(peer.segment);
         }
         if (end > peer.segment.sizeBytes()) {
-            throw new SegmentAccessException("tensor lies outside its segment: segment=" + d.fileName()
-                + ", offset=" + d.offset() + ", nbytes=" + d.nbytes() + ", segmentBytes=" + peer.segment.sizeBytes());
+            throw new SegmentAccessException("tensor lies outside its segment: segment=" + fileName
+                + ", offset=" + offset + ", nbytes=" + nbytes + ", segmentBytes=" + peer.segment.sizeBytes());
         }
         peer.readers++;
-        Peer held = peer;
-        return new MappedView(d, peer.segment.memory().asSlice(d.offset(), d.nbytes()), () -> release(held));
+        return peer;
     }
 
     private synchronized void release(Peer peer) {

@@ -8,9 +8,11 @@ import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorReader;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.acks.FanOutAcks;
+import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
@@ -21,6 +23,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import javax.management.ObjectName;
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -37,6 +40,7 @@ public final class FileTransport implements TensorTransport {
     private static final Logger LOG = LoggerFactory.getLogger(FileTransport.class);
 
     private final String entity;
+    private final String namespace;
     private final SpillStore files;
     private final Sweeper sweeper;
     private final TransportCounters counters = new TransportCounters();
@@ -55,6 +59,7 @@ public final class FileTransport implements TensorTransport {
      */
     public FileTransport(Owner owner, Duration reclaimInterval) {
         this.entity = owner.entity();
+        this.namespace = owner.namespace().id();
         this.files = new SpillStore(owner);
         this.sweeper = Sweeper.join(owner.dir(), reclaimInterval);
         ShutdownCleanup.register(this);
@@ -97,6 +102,13 @@ public final class FileTransport implements TensorTransport {
         ReceivedTensor tensor = files.read(d).timed(counters.receiveToRelease());
         counters.received();
         return tensor;
+    }
+
+    @Override
+    public void receive(MemorySegment record, long offset, int length, TensorReader reader) {
+        try (ReceivedTensor tensor = receive(DescriptorCodec.decode(record, offset, length, namespace))) {
+            reader.read(tensor.data(), 0, tensor.data().byteSize());
+        }
     }
 
     @Override

@@ -13,13 +13,12 @@ import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorReader;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.codec.DescriptorCodec;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -80,11 +79,35 @@ final class UserGuideExamples {
     static void hotLoop(TensorTransport transport, Tensor tensor, MemorySegment buffer) {
         // tag::hotLoop[]
         int length = transport.sendInto("request-17", tensor, buffer, 0);   // the descriptor's record, in place
-        // ... the record travels; its ACK names the uuid's halves, bytes 16..31 of the record:
-        ValueLayout.OfLong half = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-        transport.ack(buffer.get(half, 16), buffer.get(half, 24));
+        // ... the record travels; its ACK names the uuid's halves:
+        transport.ack(DescriptorCodec.uuidMsb(buffer, 0), DescriptorCodec.uuidLsb(buffer, 0));
         // end::hotLoop[]
         assert length > 0;
+    }
+
+    /** The record path through the mailbox: one round trip; returns how many ACKs the producer handled. */
+    static int recordPath(TensorTransport producer, TensorChannel producerBox, TensorTransport consumer,
+                          TensorChannel consumerBox, Tensor tensor, MemorySegment record, TensorReader reader) {
+        // tag::recordPath[]
+        // The producer sends the record that sendInto (or a claim's publish(record, 0)) wrote, as it is.
+        producerBox.sendDescriptorRecord("speech-0", record, 0, producer.sendInto("request-19", tensor, record, 0));
+
+        // Both sides take records and ACKs in place, one by one.
+        TensorChannel.RecordListener consumerSide = new TensorChannel.RecordListener() {
+            public void descriptor(String from, MemorySegment in, long offset, int length) {
+                consumer.receive(in, offset, length, reader);   // validated, then read in place
+                consumerBox.sendAck(from, DescriptorCodec.uuidMsb(in, offset), DescriptorCodec.uuidLsb(in, offset));
+            }
+            public void ack(String from, long msb, long lsb) { }
+        };
+        TensorChannel.RecordListener producerSide = new TensorChannel.RecordListener() {
+            public void descriptor(String from, MemorySegment in, long offset, int length) { }
+            public void ack(String from, long msb, long lsb) { producer.ack(msb, lsb); }
+        };
+        consumerBox.pollRecords(consumerSide, 64);
+        int acks = producerBox.pollRecords(producerSide, 64);
+        // end::recordPath[]
+        return acks;
     }
 
     static TensorChannel.Listener producerListener(TensorTransport transport, Consumer<TensorDescriptor> work) {

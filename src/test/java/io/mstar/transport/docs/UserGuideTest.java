@@ -137,6 +137,11 @@ class UserGuideTest {
 
                 MemorySegment record = MemorySegment.ofArray(new byte[1024]);
                 UserGuideExamples.hotLoop(producer, Tensor.of(DType.U8, bytes, bytes.byteSize()), record);
+                long[] read = {0};
+                assertEquals(1, UserGuideExamples.recordPath(producer, producerBox, consumer, consumerBox,
+                    Tensor.of(DType.U8, bytes, bytes.byteSize()), record, (memory, offset, nbytes) -> read[0] += nbytes));
+                assertEquals(bytes.byteSize(), read[0], "the consumer read the tensor in place");
+                assertEquals(0, producer.statsSummary().inFlight(), "the record path's ACK freed it");
                 TensorDescriptor d = producer.send("request-18", List.of(Tensor.of(DType.U8, bytes.asSlice(0, 16), 16))).getFirst();
                 assertEquals(d, UserGuideExamples.ownChannel(consumerSide, d));
                 UserGuideExamples.ownChannelLiveness(producer, "speech-0", List.of(d));

@@ -8,9 +8,11 @@ import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorReader;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.codec.DescriptorCodec;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -127,6 +129,61 @@ public class RoundTripBenchmark {
     public long sendPath() {
         producerBox.sendDescriptors("consumer", producer.send("request", tensors));
         return finish();
+    }
+
+    private final MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]);
+    private final TensorReader reader = (memory, offset, nbytes) -> checksum += memory.get(ValueLayout.JAVA_BYTE, offset);
+    private final TensorChannel.RecordListener consumerRecords = new TensorChannel.RecordListener() {
+        @Override
+        public void descriptor(String from, MemorySegment in, long offset, int length) {
+            consumer.receive(in, offset, length, reader);
+            consumerBox.sendAck(from, DescriptorCodec.uuidMsb(in, offset), DescriptorCodec.uuidLsb(in, offset));
+        }
+
+        @Override
+        public void ack(String from, long msb, long lsb) {
+        }
+    };
+    private final TensorChannel.RecordListener producerRecords = new TensorChannel.RecordListener() {
+        @Override
+        public void descriptor(String from, MemorySegment in, long offset, int length) {
+        }
+
+        @Override
+        public void ack(String from, long msb, long lsb) {
+            producer.ack(msb, lsb);
+        }
+    };
+
+    /** The record path: the descriptor's record sent as is, read in place, ACKed by halves. */
+    @Benchmark
+    public long recordSendIntoPath() {
+        producerBox.sendDescriptorRecord("consumer", record, 0, producer.sendInto("request", tensors.getFirst(), record, 0));
+        return finishRecords();
+    }
+
+    @Benchmark
+    public long recordClaimPath() {
+        try (TensorClaim claim = producer.claim("request", DType.U8, bytes)) {
+            claim.memory().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+            producerBox.sendDescriptorRecord("consumer", record, 0, claim.publish(record, 0));
+        }
+        return finishRecords();
+    }
+
+    private long finishRecords() {
+        int read = 0;
+        for (int attempt = 0; attempt < 3 && read == 0; attempt++) {
+            read = consumerBox.pollRecords(consumerRecords, 16);
+        }
+        int acked = 0;
+        for (int attempt = 0; attempt < 3 && acked == 0; attempt++) {
+            acked = producerBox.pollRecords(producerRecords, 16);
+        }
+        if (read + acked != 2) {
+            throw new IllegalStateException("the round trip lost a message");
+        }
+        return checksum;
     }
 
     @Benchmark

@@ -2,32 +2,33 @@ package io.mstar.transport.xbench;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorClaim;
-import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorReader;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.codec.DescriptorCodec;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.Arrays;
 import java.util.Map;
-import java.util.UUID;
 
 /**
- * The library's peers through its public API and built-in mailbox: {@code arena-send} (the producer fills
- * its own buffer, {@code send} copies it into a slot), {@code arena-claim} (the producer fills the claimed
- * slot, then publishes it) and {@code file} (the file transport).
+ * The library's peers through its public API and built-in mailbox, on the record path (descriptor records
+ * sent as they are, read in place, ACKed by uuid halves: the steady state allocates nothing):
+ * {@code arena-send} (the producer fills its own buffer, {@code sendInto} copies it into a slot),
+ * {@code arena-claim} (the producer fills the claimed slot, then publishes it) and {@code file} (the file
+ * transport). A zero-byte tensor ends the run.
  */
 final class ArenaPeer {
     private static final String ENDPOINT = "mstar-xbench";
-    private static final String END = "end";
 
     private ArenaPeer() {
     }
@@ -39,48 +40,37 @@ final class ArenaPeer {
         return Deployment.of(config, ENDPOINT, entity);
     }
 
+    // The same backoff as the Aeron peer's loops: spin, yield, then park up to 100 us.
+    private static IdleStrategy idleStrategy() {
+        return new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+    }
+
     static void consumer(String peer, String dir) {
         Deployment deployment = deployment(peer, dir, "consumer");
         Protocol.Verifier verifier = new Protocol.Verifier();
         boolean[] done = new boolean[1];
-        boolean coalesce = Boolean.getBoolean("xbench.coalesceAcks");
-        List<UUID> pending = new ArrayList<>();
-        String[] producer = new String[1];
         try (TensorTransport transport = TensorTransports.create(deployment, false);
              TensorChannel mailbox = TensorChannels.mailbox(deployment)) {
             System.out.println("READY");
-            TensorChannel.Listener listener = new TensorChannel.Listener() {
+            TensorReader check = verifier::check;
+            TensorChannel.RecordListener listener = new TensorChannel.RecordListener() {
                 @Override
-                public void descriptors(String from, List<TensorDescriptor> batch) {
-                    List<UUID> acks = new ArrayList<>(batch.size());
-                    for (TensorDescriptor d : batch) {
-                        if (d.requestId().equals(END)) {
-                            done[0] = true;
-                        } else {
-                            try (ReceivedTensor t = transport.receive(d)) {
-                                verifier.check(t.data());
-                            }
-                        }
-                        acks.add(d.uuid());
-                    }
-                    if (coalesce) { // one ACK message per poll, for every payload it delivered
-                        pending.addAll(acks);
-                        producer[0] = from;
+                public void descriptor(String from, MemorySegment record, long offset, int length) {
+                    if (DescriptorCodec.nbytes(record, offset) == 0) {
+                        done[0] = true;
                     } else {
-                        mailbox.sendAcks(from, acks);
+                        transport.receive(record, offset, length, check);
                     }
+                    mailbox.sendAck(from, DescriptorCodec.uuidMsb(record, offset), DescriptorCodec.uuidLsb(record, offset));
                 }
 
                 @Override
-                public void acks(String from, List<UUID> uuids) {
+                public void ack(String from, long msb, long lsb) {
                 }
             };
+            IdleStrategy idle = idleStrategy();
             while (!done[0]) {
-                mailbox.receive(listener, Duration.ofMillis(100));
-                if (!pending.isEmpty()) {
-                    mailbox.sendAcks(producer[0], pending);
-                    pending.clear();
-                }
+                idle.idle(mailbox.pollRecords(listener, 64));
             }
         }
         System.out.println(verifier.summary());
@@ -96,44 +86,52 @@ final class ArenaPeer {
                 throw new IllegalStateException("the consumer did not start");
             }
             MemorySegment source = scratch.allocate(Protocol.SIZES[Protocol.SIZES.length - 1], 4096);
+            MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]);
+            Tensor[] payloads = new Tensor[Protocol.SIZES.length];
+            for (int i = 0; i < payloads.length; i++) {
+                payloads[i] = Tensor.of(DType.U8, source.asSlice(0, Protocol.SIZES[i]), Protocol.SIZES[i]);
+            }
             Producer loop = new Producer() {
                 @Override
                 void send(long seq, long size) {
+                    int length;
                     if (claim) {
-                        TensorClaim room = transport.claim("x", DType.U8, size);
-                        Protocol.fill(room.memory(), seq);
-                        mailbox.sendDescriptors("consumer", List.of(room.publish()));
+                        try (TensorClaim room = transport.claim("x", DType.U8, size)) {
+                            Protocol.fill(room.memory(), seq);
+                            length = room.publish(record, 0);
+                        }
                     } else {
-                        MemorySegment payload = source.asSlice(0, size);
-                        Protocol.fill(payload, seq);
-                        mailbox.sendDescriptors("consumer", transport.send("x", List.of(Tensor.of(DType.U8, payload, size))));
+                        Tensor payload = payloads[Arrays.binarySearch(Protocol.SIZES, size)];
+                        Protocol.fill(payload.data(), seq);
+                        length = transport.sendInto("x", payload, record, 0);
                     }
+                    mailbox.sendDescriptorRecord("consumer", record, 0, length);
                 }
             };
             Thread acker = Thread.ofPlatform().daemon().start(() -> {
-                TensorChannel.Listener listener = new TensorChannel.Listener() {
+                TensorChannel.RecordListener listener = new TensorChannel.RecordListener() {
                     @Override
-                    public void descriptors(String from, List<TensorDescriptor> batch) {
+                    public void descriptor(String from, MemorySegment in, long offset, int length) {
                     }
 
                     @Override
-                    public void acks(String from, List<UUID> uuids) {
-                        transport.ack(from, uuids);
-                        for (int i = 0; i < uuids.size(); i++) {
-                            loop.acked();
-                        }
+                    public void ack(String from, long msb, long lsb) {
+                        transport.ack(msb, lsb);
+                        loop.acked();
                     }
                 };
+                IdleStrategy idle = idleStrategy();
                 while (!Thread.currentThread().isInterrupted()) {
                     try {
-                        mailbox.receive(listener, Duration.ofMillis(100));
+                        idle.idle(mailbox.pollRecords(listener, 64));
                     } catch (IllegalStateException closed) {
                         return;
                     }
                 }
             });
             loop.run(seconds);
-            mailbox.sendDescriptors("consumer", transport.send(END, List.of(Tensor.of(DType.U8, MemorySegment.NULL, 0))));
+            int length = transport.sendInto("end", Tensor.of(DType.U8, MemorySegment.NULL, 0), record, 0);
+            mailbox.sendDescriptorRecord("consumer", record, 0, length);
             Thread.sleep(200); // the end marker's ACK
             acker.interrupt();
         }

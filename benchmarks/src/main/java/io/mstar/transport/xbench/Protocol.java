@@ -3,8 +3,7 @@ package io.mstar.transport.xbench;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.HashMap;
-import java.util.Map;
+import java.util.Arrays;
 import java.util.zip.CRC32C;
 
 /**
@@ -40,37 +39,45 @@ final class Protocol {
         return crc.getValue();
     }
 
-    /** The consumer's check: the CRC of every fill of every size, computed once at start. */
+    /** The consumer's check: the CRC of every fill of every size, computed once at start; checking allocates nothing. */
     static final class Verifier {
-        private final Map<Long, long[]> expected = new HashMap<>();
+        private final long[][] expected = new long[SIZES.length][];
+        private final CRC32C crc = new CRC32C();
         private long next;
         private long size = -1;
+        private int sizeIndex = -1;
         private long corrupted;
         private long verified;
 
         Verifier() {
             try (Arena scratch = Arena.ofConfined()) {
-                for (long size : SIZES) {
-                    MemorySegment buffer = scratch.allocate(size, 4096);
-                    long[] crcs = new long[values(size)];
-                    for (int v = 0; v < crcs.length; v++) {
+                for (int i = 0; i < SIZES.length; i++) {
+                    MemorySegment buffer = scratch.allocate(SIZES[i], 4096);
+                    expected[i] = new long[values(SIZES[i])];
+                    for (int v = 0; v < expected[i].length; v++) {
                         buffer.fill((byte) v);
-                        crcs[v] = crc(buffer);
+                        expected[i][v] = crc(buffer);
                     }
-                    expected.put(size, crcs);
                 }
             }
         }
 
         /** Checks the next payload in order; returns false (and counts it) when a byte is wrong. */
         boolean check(MemorySegment payload) {
-            if (payload.byteSize() != size) { // each size starts its sequence at 0
-                size = payload.byteSize();
+            return check(payload, 0, payload.byteSize());
+        }
+
+        /** As {@link #check(MemorySegment)}, for the payload at {@code [offset, offset + nbytes)} of {@code memory}. */
+        boolean check(MemorySegment memory, long offset, long nbytes) {
+            if (nbytes != size) { // each size starts its sequence at 0
+                size = nbytes;
+                sizeIndex = Arrays.binarySearch(SIZES, nbytes);
                 next = 0;
             }
             long seq = next++;
-            long[] crcs = expected.get(size);
-            boolean ok = crcs != null && crc(payload) == crcs[(int) (seq % crcs.length)];
+            crc.reset();
+            crc.update(memory.asSlice(offset, nbytes).asByteBuffer());
+            boolean ok = sizeIndex >= 0 && crc.getValue() == expected[sizeIndex][(int) (seq % expected[sizeIndex].length)];
             if (ok) {
                 verified++;
             } else {
