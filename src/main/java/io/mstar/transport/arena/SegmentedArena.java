@@ -287,6 +287,7 @@ public final class SegmentedArena implements AutoCloseable {
     }
 
     private MappedSegment segmentOf(long slot) {
+        checkOpen(); // a send racing close learns that the arena closed, not that its slot is unknown
         int p = livePosition(slot);
         if (p < 0) {
             throw new IllegalArgumentException("not a slot of a live segment: slot=0x" + Long.toHexString(slot));
