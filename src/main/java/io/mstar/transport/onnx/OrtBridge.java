@@ -114,9 +114,7 @@ public final class OrtBridge {
         throws OrtException {
         Map<String, OnnxTensor> in = new HashMap<>(inputs.size() * 2);
         inputs.forEach((name, input) -> in.put(name, input.usableTensor(name)));
-        Map<String, OnnxTensor> out = new HashMap<>(outputs.size() * 2);
-        outputs.forEach((name, output) -> out.put(name, output.usableTensor(name)));
-        session.run(in, out).close(); // the result does not own pinned outputs: this leaves them open
+        session.run(in, pinned(outputs)).close(); // the result does not own pinned outputs: this leaves them open
     }
 
     /**
@@ -132,9 +130,14 @@ public final class OrtBridge {
                 throw new IllegalStateException("ORT input " + name + " is closed");
             }
         });
+        session.run(inputs, pinned(outputs)).close();
+    }
+
+    // The outputs' ORT tensors, each checked.
+    private static Map<String, OnnxTensor> pinned(Map<String, OrtOutput> outputs) {
         Map<String, OnnxTensor> out = new HashMap<>(outputs.size() * 2);
         outputs.forEach((name, output) -> out.put(name, output.usableTensor(name)));
-        session.run(inputs, out).close();
+        return out;
     }
 
     /** ORT's Java type for a dtype. */
