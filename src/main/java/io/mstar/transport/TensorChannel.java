@@ -89,6 +89,13 @@ public interface TensorChannel extends AutoCloseable {
     void sendAck(String toEntity, long uuidMsb, long uuidLsb);
 
     /**
+     * Sends {@code count} ACKs in as few messages as fit, their uuids' halves in {@code uuidHalves} (most
+     * significant, least significant, then the next): a consumer that gathers the ACKs of one poll sends
+     * them at once. Allocates nothing.
+     */
+    void sendAcks(String toEntity, long[] uuidHalves, int count);
+
+    /**
      * As {@link #poll}, handing each descriptor record and each ACK to the listener one by one, in place; for
      * a sender seen last, it allocates nothing.
      */

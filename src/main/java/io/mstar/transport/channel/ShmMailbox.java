@@ -308,6 +308,37 @@ public final class ShmMailbox implements TensorChannel {
         }
     }
 
+    @Override
+    public void sendAcks(String toEntity, long[] uuidHalves, int count) {
+        if (count < 0 || 2L * count > uuidHalves.length) {
+            throw new IllegalArgumentException(count + " ACKs need " + 2L * count + " uuid halves, given "
+                + uuidHalves.length);
+        }
+        enter();
+        try {
+            PeerMailbox peer = peers.get(toEntity);
+            int max = peer.ring.maxMsgLength();
+            Outbox out = outboxes.get();
+            int inMessage = 0;
+            for (int k = 0; k < count; k++) {
+                if (inMessage == 0) {
+                    MailboxMessage.start(out.message, entityAscii);
+                }
+                out.message.putLong(uuidHalves[2 * k]).putLong(uuidHalves[2 * k + 1]);
+                inMessage++;
+                if (out.message.position() + MailboxMessage.UUID_LENGTH > max) {
+                    flush(peer, MailboxMessage.ACKS, out, inMessage);
+                    inMessage = 0;
+                }
+            }
+            if (inMessage > 0) {
+                flush(peer, MailboxMessage.ACKS, out, inMessage);
+            }
+        } finally {
+            exit();
+        }
+    }
+
     // Packs items into as few ring messages as the ring's message limit allows, in order; returns the key of
     // the incarnation that got them.
     private <T> String sendBatched(String toEntity, int type, Collection<T> items, ToIntFunction<T> length,

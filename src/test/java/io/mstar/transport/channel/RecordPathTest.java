@@ -20,6 +20,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -133,6 +135,33 @@ class RecordPathTest {
             assertThrows(DescriptorFormatException.class,
                 () -> producerBox.sendDescriptorRecord("consumer", record, 0, length - 1));
             producer.ack(DescriptorCodec.uuidMsb(record, 0), DescriptorCodec.uuidLsb(record, 0));
+        }
+    }
+
+    @Test
+    void theAcksOfOnePollGoInOneMessage() {
+        TransportConfig config = TransportConfig.from(Map.of(TransportConfig.SHM_DIR, shm.path().toString())::get);
+        Deployment producerSide = Deployment.of(config, "records", "producer");
+        try (TensorChannel producerBox = TensorChannels.mailbox(producerSide);
+             TensorChannel consumerBox = TensorChannels.mailbox(producerSide.withEntity("consumer"))) {
+            long[] halves = {1, 2, 3, 4, 5, 6, 99, 99};
+            consumerBox.sendAcks("producer", halves, 3);
+            List<Long> acked = new ArrayList<>();
+            int messages = producerBox.pollRecords(new TensorChannel.RecordListener() {
+                @Override
+                public void descriptor(String from, MemorySegment record, long offset, int length) {
+                }
+
+                @Override
+                public void ack(String from, long msb, long lsb) {
+                    assertEquals("consumer", from);
+                    acked.add(msb);
+                    acked.add(lsb);
+                }
+            }, 16);
+            assertEquals(1, messages, "three ACKs, one message");
+            assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L), acked);
+            assertThrows(IllegalArgumentException.class, () -> consumerBox.sendAcks("producer", halves, 5));
         }
     }
 

@@ -49,6 +49,10 @@ final class ArenaPeer {
         Deployment deployment = deployment(peer, dir, "consumer");
         Protocol.Verifier verifier = new Protocol.Verifier();
         boolean[] done = new boolean[1];
+        boolean coalesce = Boolean.getBoolean("xbench.coalesceAcks");
+        long[] acks = new long[2 * 64]; // one poll's ACKs: at most 64 messages of one descriptor
+        int[] pending = new int[1];
+        String[] producer = new String[1];
         try (TensorTransport transport = TensorTransports.create(deployment, false);
              TensorChannel mailbox = TensorChannels.mailbox(deployment)) {
             System.out.println("READY");
@@ -61,7 +65,16 @@ final class ArenaPeer {
                     } else {
                         transport.receive(record, offset, length, check);
                     }
-                    mailbox.sendAck(from, DescriptorCodec.uuidMsb(record, offset), DescriptorCodec.uuidLsb(record, offset));
+                    long msb = DescriptorCodec.uuidMsb(record, offset);
+                    long lsb = DescriptorCodec.uuidLsb(record, offset);
+                    if (coalesce && pending[0] < 64) { // sent after the poll, all in one message
+                        acks[2 * pending[0]] = msb;
+                        acks[2 * pending[0] + 1] = lsb;
+                        pending[0]++;
+                        producer[0] = from;
+                    } else {
+                        mailbox.sendAck(from, msb, lsb);
+                    }
                 }
 
                 @Override
@@ -71,6 +84,10 @@ final class ArenaPeer {
             IdleStrategy idle = idleStrategy();
             while (!done[0]) {
                 idle.idle(mailbox.pollRecords(listener, 64));
+                if (pending[0] > 0) {
+                    mailbox.sendAcks(producer[0], acks, pending[0]);
+                    pending[0] = 0;
+                }
             }
         }
         System.out.println(verifier.summary());
