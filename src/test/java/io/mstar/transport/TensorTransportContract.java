@@ -119,6 +119,27 @@ public abstract class TensorTransportContract {
     }
 
     @Test
+    void aRecordIsReceivedInPlaceThroughAReaderAndItsAckByHalvesFreesIt() {
+        TensorTransport producer = open("producer");
+        TensorTransport consumer = open("consumer");
+        Tensor t = randomTensor(new SplittableRandom(21), DType.F32, 8, 32);
+        MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]);
+        int length = producer.sendInto("request-21", t, record, 0);
+        long[] crcAndCalls = {0, 0};
+        consumer.receive(record, 0, length, (memory, offset, nbytes) -> {
+            crcAndCalls[0] = crc(memory.asSlice(offset, nbytes));
+            crcAndCalls[1]++;
+        });
+        assertEquals(1, crcAndCalls[1]);
+        assertEquals(crc(t.data()), crcAndCalls[0]);
+        assertEquals(1, consumer.statsSummary().tensorsReceived());
+        producer.ack(DescriptorCodec.uuidMsb(record, 0), DescriptorCodec.uuidLsb(record, 0));
+        assertEquals(0, producer.statsSummary().inFlight());
+        record.set(ValueLayout.JAVA_BYTE, 0, (byte) 0); // the magic
+        assertThrows(DescriptorFormatException.class, () -> consumer.receive(record, 0, length, (m, o, n) -> { }));
+    }
+
+    @Test
     void theStatsTimeEachTensorFromSendToAckAndFromReceiveToRelease() throws InterruptedException {
         TensorTransport producer = open("producer");
         TensorTransport consumer = open("consumer");
