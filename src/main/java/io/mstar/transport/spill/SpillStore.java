@@ -3,7 +3,6 @@ package io.mstar.transport.spill;
 import io.mstar.transport.CapacityException;
 import io.mstar.transport.DType;
 import io.mstar.transport.Placement;
-import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.lifecycle.CloseOnce;
