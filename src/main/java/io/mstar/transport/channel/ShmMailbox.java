@@ -36,7 +36,6 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.UUID;
@@ -60,11 +59,9 @@ import java.util.function.ToIntFunction;
  * {@link PeerUnavailableException} instead of writing into a ring nobody reads. The check looks at the
  * inode the sender mapped, so removing a live mailbox's name by hand does not make its owner look dead.
  *
- * Messages are laid out as {@link MailboxMessage} says. The ring buffer publishes a record by writing its positive length last (Agrona's rule). A sender
- * that dies between claiming and committing a record would block the ring: when the receiver sees no
- * progress past a pending record for {@value #UNBLOCK_AFTER_MS} ms, and a registered sender has died
- * meanwhile (its writer slot's lock is free, {@link MailboxDescriptor}), it calls
- * {@link ManyToOneRingBuffer#unblock()}, which turns that record into padding.
+ * Messages are laid out as {@link MailboxMessage} says. The ring buffer publishes a record by writing its
+ * positive length last (Agrona's rule). A sender that dies between claiming and committing a record would
+ * block the ring: {@link DeadWriters} skips such a record once its writer is known dead.
  *
  * <p>Needs the JVM flag {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} on JDK 25 (Agrona
  * 2.6's buffers use that package); {@link #open} checks for it first and names the flag.
@@ -87,19 +84,16 @@ public final class ShmMailbox implements TensorChannel {
     private final Namespace namespace;
     private final String entity;
     private final MappedSegment file; // its lock is our liveness
-    private final int writersFd;      // a second open file of our mailbox, to see senders' slot locks
     private final Sweeper sweeper;
     private volatile ConsumerLiveness producer; // told which consumer each descriptor batch went to
     private final ManyToOneRingBuffer inbox;
     private final PeerMailboxes peers;
     private final AtomicLong badMessages = new AtomicLong();
-    private final AtomicLong unblocks = new AtomicLong();
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
     // One message buffer per sending thread, as large as any peer's largest message: sends allocate none.
     private final ThreadLocal<Outbox> outboxes = ThreadLocal.withInitial(Outbox::allocate);
     private final byte[] entityAscii; // the sender name every message starts with
-    private long stuckSinceNs = -1;
-    private long idleCheckNs = System.nanoTime();
+    private final DeadWriters deadWriters;
     private final MailboxMessage.Inbox polled = new MailboxMessage.Inbox(); // copied out of the ring, then dispatched
     // Agrona reads and writes the rings through raw addresses, which nothing guards once unmapped: a
     // thread touches a ring only between enter() and exit(), and close() unmaps only when none does
@@ -117,7 +111,7 @@ public final class ShmMailbox implements TensorChannel {
         this.sweeper = sweeper;
         this.peers = new PeerMailboxes(dir, namespace, entity);
         this.inbox = PeerMailbox.ring(file);
-        this.writersFd = Posix.open(file.path(), Posix.O_RDWR | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
+        this.deadWriters = new DeadWriters(inbox, file, entity);
         long incarnation;
         do {
             incarnation = ThreadLocalRandom.current().nextLong();
@@ -424,9 +418,9 @@ public final class ShmMailbox implements TensorChannel {
         try {
             read = inbox.read(polled, limit);
             if (read == 0) {
-                unblockIfStuck();
+                deadWriters.nothingRead();
             } else {
-                stuckSinceNs = -1;
+                deadWriters.progressed();
             }
         } finally {
             exit();
@@ -464,54 +458,6 @@ public final class ShmMailbox implements TensorChannel {
         }
     }
 
-    // A record claimed and never committed leaves the producer position ahead for good when its writer died;
-    // a slow or frozen writer (GC, SIGSTOP) commits it later. Skip it only when a registered sender is dead.
-    // A sender that died while the ring was empty held no claim (a claim moves the producer position), so
-    // those are cleared while the ring is idle and never count against a slow one.
-    private void unblockIfStuck() {
-        long now = System.nanoTime();
-        long producerPosition = inbox.producerPosition();
-        if (producerPosition == inbox.consumerPosition()) {
-            stuckSinceNs = -1;
-            if (now - idleCheckNs > UNBLOCK_AFTER_MS * 1_000_000L) {
-                idleCheckNs = now;
-                List<Integer> dead = deadWriters();
-                if (inbox.producerPosition() == producerPosition) { // still nothing claimed: they held nothing
-                    dead.forEach(this::clearWriter);
-                }
-            }
-            return;
-        }
-        if (stuckSinceNs < 0) {
-            stuckSinceNs = now;
-        } else if (now - stuckSinceNs > UNBLOCK_AFTER_MS * 1_000_000L) {
-            List<Integer> dead = deadWriters();
-            if (!dead.isEmpty() && inbox.unblock()) {
-                dead.forEach(this::clearWriter);
-                unblocks.incrementAndGet();
-                stuckSinceNs = -1;
-                LOG.warn("mailbox skipped a record its writer never committed (that writer died): entity={}", entity);
-            }
-        }
-    }
-
-    // Registered senders that died: their slot reads 1 and nobody holds its lock.
-    private List<Integer> deadWriters() {
-        List<Integer> dead = new ArrayList<>();
-        for (int slot = 0; slot < MailboxDescriptor.WRITERS; slot++) {
-            long offset = MailboxDescriptor.writerSlotOffset(slot);
-            if (file.memory().get(ValueLayout.JAVA_BYTE, offset) != 0
-                && !Posix.rangeLockedByOther(writersFd, offset, 1, file.path())) {
-                dead.add(slot);
-            }
-        }
-        return dead;
-    }
-
-    private void clearWriter(int slot) {
-        file.memory().set(ValueLayout.JAVA_BYTE, MailboxDescriptor.writerSlotOffset(slot), (byte) 0);
-    }
-
     private void enter() {
         if (!tryEnter()) {
             throw closedException();
@@ -546,7 +492,7 @@ public final class ShmMailbox implements TensorChannel {
 
     /** Times a record abandoned by a dead writer was skipped. */
     public long unblocks() {
-        return unblocks.get();
+        return deadWriters.unblocks();
     }
 
     public String entity() {
@@ -570,7 +516,7 @@ public final class ShmMailbox implements TensorChannel {
         }
         peers.closeAll();
         try {
-            Posix.close(writersFd, file.path());
+            deadWriters.close();
             file.close();
         } finally {
             sweeper.leave();
