@@ -1,5 +1,7 @@
 package io.mstar.transport;
 
+import java.util.Locale;
+
 /**
  * A latency distribution since start, from a histogram whose buckets are under 0.8% wide relative to their
  * values: percentiles are the bucket's highest value, the max is exact. All zero when nothing was recorded.
@@ -19,6 +21,6 @@ public record LatencyStats(long count, long p50Ns, long p99Ns, long p999Ns, long
     }
 
     private static String micros(long ns) {
-        return ns < 10_000 ? String.format("%.1f", ns / 1000.0) : Long.toString(ns / 1000);
+        return ns < 10_000 ? String.format(Locale.ROOT, "%.1f", ns / 1000.0) : Long.toString(ns / 1000);
     }
 }

@@ -11,6 +11,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -88,7 +89,7 @@ final class StatsCommand {
             String bar = segments[i];
             long used = bar.chars().filter(c -> c == '#').count();
             long mixed = bar.chars().filter(c -> c == '+').count();
-            b.append(String.format("  segment %2d |%s| %3d%% used%s%n", i, bar, (200 * used + 100 * mixed) / (2L * bar.length()),
+            b.append(String.format(Locale.ROOT, "  segment %2d |%s| %3d%% used%s%n", i, bar, (200 * used + 100 * mixed) / (2L * bar.length()),
                 mixed > 0 ? ", " + mixed + " mixed" : ""));
         }
         return b.append("  (# used, . free, + both; a character is 1/").append(segments[0].length())
