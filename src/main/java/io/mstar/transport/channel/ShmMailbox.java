@@ -68,8 +68,8 @@ import java.util.function.ToIntFunction;
  *
  * <p>One class on purpose: its receive side, its send loop and close share one guard (a thread touches
  * a ring only between {@code enter()} and {@code exit()}); the peers' mappings are
- * {@link PeerMailboxes}', the message layout {@link MailboxMessage}'s and the file layout
- * {@link MailboxDescriptor}'s.
+ * {@link PeerMailboxes}', the recovery from dead writers {@link DeadWriters}', the message layout
+ * {@link MailboxMessage}'s and the file layout {@link MailboxDescriptor}'s.
  */
 public final class ShmMailbox implements TensorChannel {
     private static final Logger LOG = LoggerFactory.getLogger(ShmMailbox.class);
