@@ -10,6 +10,8 @@ module io.mstar.transport {
     requires com.sun.jna; // the CUDA binding (package cuda), loaded on the first device call
     requires static com.microsoft.onnxruntime; // the ONNX Runtime adapter, for those who add ORT
     requires static micrometer.core; // the Micrometer binder, for those who add Micrometer
+    requires static io.aeron.client; // the cross-node path, for those who set MSTAR_REMOTE_*
+    requires static io.aeron.driver; // its embedded media driver
     exports io.mstar.transport;
     exports io.mstar.transport.codec;
     exports io.mstar.transport.onnx;

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 
 /**
@@ -100,6 +101,14 @@ public interface TensorChannel extends AutoCloseable {
      * a sender seen last, it allocates nothing.
      */
     int pollRecords(RecordListener listener, int limit);
+
+    /**
+     * The cross-node path's counters, when this channel takes part in one (the mailbox with
+     * {@code MSTAR_REMOTE_*} set); empty otherwise.
+     */
+    default Optional<RemoteStats> remoteStats() {
+        return Optional.empty();
+    }
 
     @Override
     void close();

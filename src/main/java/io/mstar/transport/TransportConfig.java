@@ -34,6 +34,7 @@ import java.util.function.Function;
  * @param shmDir            {@value #SHM_DIR}: where segments, spill files and mailboxes live
  * @param deploymentToken   {@value #DEPLOYMENT_TOKEN}: per-launch token mixed into the namespace, or null
  * @param cudartPath        {@value #CUDART}: the CUDA runtime library to load, or null to search for it
+ * @param remote            the cross-node path's knobs ({@code MSTAR_REMOTE_*}), see {@link RemoteConfig}
  */
 public record TransportConfig(
     Mode mode,
@@ -49,7 +50,8 @@ public record TransportConfig(
     Duration reclaimInterval,
     Path shmDir,
     String deploymentToken,
-    String cudartPath) {
+    String cudartPath,
+    RemoteConfig remote) {
 
     /** Which transport the factory builds: {@code 0} file, {@code 1} arena, {@code AUTO}. */
     public static final String ARENA = "MSTAR_SHM_ARENA";
@@ -116,6 +118,7 @@ public record TransportConfig(
         Objects.requireNonNull(statsInterval, "statsInterval");
         Objects.requireNonNull(reclaimInterval, "reclaimInterval");
         Objects.requireNonNull(shmDir, "shmDir");
+        Objects.requireNonNull(remote, "remote");
     }
 
     /** The configuration from this process's environment. */
@@ -140,7 +143,8 @@ public record TransportConfig(
             r.seconds(RECLAIM_INTERVAL_S, RECLAIM_INTERVAL_DEFAULT, true),
             r.directory(SHM_DIR, SHM_DIR_DEFAULT),
             r.text(DEPLOYMENT_TOKEN),
-            r.text(CUDART));
+            r.text(CUDART),
+            RemoteConfig.from(r::text));
     }
 
     /** Bytes of one segment. */
@@ -174,6 +178,7 @@ public record TransportConfig(
         values.put(SHM_DIR, shmDir.toString());
         values.put(DEPLOYMENT_TOKEN, deploymentToken == null ? "unset" : "set");
         values.put(CUDART, cudartPath == null ? "search" : cudartPath);
+        values.putAll(remote.describe());
         return values;
     }
 

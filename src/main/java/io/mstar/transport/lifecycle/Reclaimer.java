@@ -8,7 +8,10 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -65,6 +68,11 @@ public final class Reclaimer {
         for (String name : ourNames(dir)) {
             if (ShmNames.DEMO_DIR.matcher(name).matches()) {
                 removed.addAll(sweepDemoDirectory(dir.resolve(name)));
+            } else if (ShmNames.AERON.matcher(name).matches()) {
+                long bytes = reclaimDirectoryIfDead(dir.resolve(name));
+                if (bytes >= 0) {
+                    removed.add(new Removed(name, bytes));
+                }
             } else {
                 long bytes = reclaimIfDead(dir, name);
                 if (bytes >= 0) {
@@ -126,6 +134,52 @@ public final class Reclaimer {
     // Non-blocking, so a FIFO planted at one of our names cannot stall the sweep.
     private static int openToProbe(String path) {
         return Posix.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
+    }
+
+    // An Aeron driver's directory: its owner locks the directory itself; once free, all of it goes.
+    private static long reclaimDirectoryIfDead(Path directory) {
+        String path = directory.toString();
+        int fd;
+        try {
+            fd = Posix.open(path, O_RDONLY | Posix.O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+        } catch (NativeCallException e) {
+            return e.errno() == Posix.ELOOP && Posix.unlink(path) ? 0 : -1;
+        }
+        try {
+            if (!IGNORE_OWNERS && !Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB, path)) {
+                return -1; // its owner lives
+            }
+            if (!OwnedFile.isStillAt(fd, path)) {
+                return -1;
+            }
+            return deleteTree(directory);
+        } finally {
+            Posix.close(fd, path);
+        }
+    }
+
+    // Removes a tree without following links; returns the bytes of the files removed.
+    private static long deleteTree(Path root) {
+        long[] bytes = {0};
+        try {
+            Files.walkFileTree(root, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                    bytes[0] += attrs.size();
+                    Files.deleteIfExists(file);
+                    return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+                    Files.deleteIfExists(d);
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            LOG.debug("directory not fully removed: {}: {}", root, e.toString());
+        }
+        return bytes[0];
     }
 
     private static List<Removed> sweepDemoDirectory(Path demo) {

@@ -17,6 +17,7 @@ import java.util.regex.Pattern;
  *   spill:   mstar_&lt;ns&gt;_spill_&lt;entity&gt;_&lt;nonce&gt;_&lt;uuid, 32 hex digits&gt;
  *   stats:   mstar_&lt;ns&gt;_stats_&lt;entity&gt;_&lt;nonce&gt;[.next]
  *   mailbox: mstar_&lt;ns&gt;_mailbox_&lt;entity&gt;
+ *   aeron:   mstar_&lt;ns&gt;_aeron_&lt;entity&gt;_&lt;nonce&gt;  (a directory: the embedded Aeron media driver's, in it)
  *   demo:    mstar-demo-&lt;nonce&gt;  (a directory the demo command works in)
  * </pre>
  */
@@ -45,12 +46,16 @@ public final class ShmNames {
         Pattern.compile(PREFIX + "([0-9a-f]{16})_stats_(" + ENTITY_CHARS + ")_([0-9a-f]{8})(\\.next)?");
     /** Any mailbox name, of any namespace: groups namespace, entity. */
     public static final Pattern MAILBOX = Pattern.compile(PREFIX + "([0-9a-f]{16})_mailbox_(" + ENTITY_CHARS + ")");
+    /** Any directory of an embedded Aeron media driver, of any namespace: groups namespace, entity, nonce. */
+    public static final Pattern AERON =
+        Pattern.compile(PREFIX + "([0-9a-f]{16})_aeron_(" + ENTITY_CHARS + ")_([0-9a-f]{8})");
     /** A working directory of the demo command. */
     public static final Pattern DEMO_DIR = Pattern.compile("mstar-demo-([0-9a-f]{8})");
 
     /** The kinds of file, each with its pattern; group 1 is the namespace and group 2 the entity in every one. */
     public enum Kind {
-        SEGMENT(ShmNames.SEGMENT), SPILL(ShmNames.SPILL), STATS(ShmNames.STATS), MAILBOX(ShmNames.MAILBOX);
+        SEGMENT(ShmNames.SEGMENT), SPILL(ShmNames.SPILL), STATS(ShmNames.STATS), MAILBOX(ShmNames.MAILBOX),
+        AERON(ShmNames.AERON);
 
         private final Pattern pattern;
 
@@ -108,6 +113,11 @@ public final class ShmNames {
     /** The name of the stats file of owner {@code nonce}. */
     public static String stats(Namespace ns, String entity, String nonce) {
         return PREFIX + ns.id() + "_stats_" + checkEntity(entity) + "_" + nonce;
+    }
+
+    /** The directory an owner's embedded Aeron media driver runs in. */
+    public static String aeron(Namespace ns, String entity, String nonce) {
+        return PREFIX + ns.id() + "_aeron_" + checkEntity(entity) + "_" + nonce;
     }
 
     /** Whether {@code name} is a segment ({@code spill == false}) or spill file of namespace {@code ns} (its id). */

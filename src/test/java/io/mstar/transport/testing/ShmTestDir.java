@@ -62,7 +62,7 @@ public final class ShmTestDir implements BeforeEachCallback, AfterEachCallback {
         }
     }
 
-    static void deleteTree(Path dir) throws IOException {
+    public static void deleteTree(Path dir) throws IOException {
         if (!Files.exists(dir)) {
             return;
         }

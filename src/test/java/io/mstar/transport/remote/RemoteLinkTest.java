@@ -1,0 +1,199 @@
+package io.mstar.transport.remote;
+
+import io.mstar.transport.ConfigurationException;
+import io.mstar.transport.DType;
+import io.mstar.transport.Deployment;
+import io.mstar.transport.PeerUnavailableException;
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.RemoteConfig;
+import io.mstar.transport.RemoteStats;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorChannel;
+import io.mstar.transport.TensorChannels;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TensorTransports;
+import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.testing.TwoNodes;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The cross-node path between two nodes in one JVM: two shared-memory directories, Aeron UDP on 127.0.0.1. */
+class RemoteLinkTest {
+    // Both sides of a DATA chunk boundary (2 MiB messages), a tensor of three chunks, the small sizes.
+    private static final long[] SIZES = {4096, 65_536 + 8, 1 << 20, (2 << 20) - 64, (5 << 20) + 24, 8};
+
+    @Test
+    void tensorsLandWholeOnTheOtherNodeAndBothSidesAreFreedByTheAcks() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
+            Deployment a = Deployment.of(nodes.config(true), "pipe", "prefill");
+            Deployment b = Deployment.of(nodes.config(false), "pipe", "decode");
+            try (TensorTransport producer = TensorTransports.create(a, false);
+                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
+                 TensorTransport consumer = TensorTransports.create(b, false);
+                 TensorChannel inbox = TensorChannels.mailbox(b);
+                 Arena arena = Arena.ofConfined()) {
+                assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)), "decode's endpoint never connected");
+                for (int i = 0; i < SIZES.length; i++) {
+                    outbox.sendDescriptors("decode", producer.send("r" + i, List.of(pattern(arena, SIZES[i], i))));
+                }
+                List<String> got = new ArrayList<>();
+                pump(inbox, new TensorChannel.Listener() {
+                    @Override
+                    public void descriptors(String from, List<TensorDescriptor> batch) {
+                        for (TensorDescriptor d : batch) {
+                            try (ReceivedTensor t = consumer.receive(d)) {
+                                int seq = Integer.parseInt(d.requestId().substring(1));
+                                assertEquals(SIZES[seq], d.nbytes());
+                                assertTrue(matches(t.data(), seq), "tensor " + seq + " differs");
+                                got.add(from + ":" + d.requestId());
+                            }
+                        }
+                        inbox.sendAcks(from, batch.stream().map(TensorDescriptor::uuid).toList());
+                    }
+
+                    @Override
+                    public void acks(String from, List<UUID> uuids) {
+                    }
+                }, () -> got.size() == SIZES.length);
+                assertEquals(List.of("prefill:r0", "prefill:r1", "prefill:r2", "prefill:r3", "prefill:r4", "prefill:r5"), got);
+                AtomicInteger acked = new AtomicInteger();
+                pump(outbox, new TensorChannel.Listener() {
+                    @Override
+                    public void descriptors(String from, List<TensorDescriptor> batch) {
+                    }
+
+                    @Override
+                    public void acks(String from, List<UUID> uuids) {
+                        assertEquals("decode", from);
+                        producer.ack(from, uuids);
+                        acked.addAndGet(uuids.size());
+                    }
+                }, () -> acked.get() == SIZES.length);
+                assertEquals(0, producer.statsSummary().inFlight());
+                RemoteStats sent = outbox.remoteStats().orElseThrow();
+                RemoteStats received = inbox.remoteStats().orElseThrow();
+                assertEquals(SIZES.length, sent.tensorsSent());
+                assertEquals(SIZES.length, sent.landed());
+                assertEquals(SIZES.length, received.tensorsReceived());
+                assertEquals(sent.bytesSent(), received.bytesReceived());
+                assertEquals(0, received.aborted());
+            }
+        }
+    }
+
+    @Test
+    void theRecordPathCrossesNodesToo() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
+            Deployment a = Deployment.of(nodes.config(true), "pipe", "prefill");
+            Deployment b = Deployment.of(nodes.config(false), "pipe", "decode");
+            try (TensorTransport producer = TensorTransports.create(a, false);
+                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
+                 TensorTransport consumer = TensorTransports.create(b, false);
+                 TensorChannel inbox = TensorChannels.mailbox(b);
+                 Arena arena = Arena.ofConfined()) {
+                assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)));
+                MemorySegment record = arena.allocate(512);
+                int length = producer.sendInto("r0", pattern(arena, 300_000, 0), record, 0);
+                outbox.sendDescriptorRecord("decode", record, 0, length);
+                AtomicInteger read = new AtomicInteger();
+                while (read.get() == 0) {
+                    inbox.pollRecords(new TensorChannel.RecordListener() {
+                        @Override
+                        public void descriptor(String from, MemorySegment r, long offset, int n) {
+                            consumer.receive(r, offset, n, (data, at, bytes) -> assertTrue(matches(data.asSlice(at, bytes), 0)));
+                            inbox.sendAck(from, DescriptorCodec.uuidMsb(r, offset), DescriptorCodec.uuidLsb(r, offset));
+                            read.incrementAndGet();
+                        }
+
+                        @Override
+                        public void ack(String from, long msb, long lsb) {
+                        }
+                    }, 16);
+                    Thread.onSpinWait();
+                }
+                long deadline = System.nanoTime() + 20_000_000_000L;
+                while (producer.statsSummary().inFlight() > 0 && System.nanoTime() < deadline) {
+                    outbox.pollRecords(new TensorChannel.RecordListener() {
+                        @Override
+                        public void descriptor(String from, MemorySegment r, long offset, int n) {
+                        }
+
+                        @Override
+                        public void ack(String from, long msb, long lsb) {
+                            producer.ack(msb, lsb);
+                        }
+                    }, 16);
+                }
+                assertEquals(0, producer.statsSummary().inFlight());
+            }
+        }
+    }
+
+    @Test
+    void aSendToAnEntityNobodyServesFailsAfterTheTimeoutAndTheTensorStaysTheCallers() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
+            Deployment a = Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S, "1"), "pipe", "prefill");
+            try (TensorTransport producer = TensorTransports.create(a, false);
+                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
+                 Arena arena = Arena.ofConfined()) {
+                List<TensorDescriptor> sent = producer.send("r", List.of(pattern(arena, 1 << 20, 1)));
+                long start = System.nanoTime();
+                PeerUnavailableException e = assertThrows(PeerUnavailableException.class,
+                    () -> outbox.sendDescriptors("decode", sent));
+                assertEquals("decode", e.entity());
+                assertTrue(e.getMessage().contains(nodes.endpointB), e.getMessage());
+                assertTrue(System.nanoTime() - start < 15_000_000_000L, "the send must not hang");
+                assertEquals(1, producer.statsSummary().inFlight(), "the tensor stays the caller's");
+                producer.ack(List.of(sent.getFirst().uuid()));
+                assertEquals(0, outbox.remoteStats().orElseThrow().tensorsSent());
+            }
+        }
+    }
+
+    @Test
+    void anEntityOnAnotherNodeNeedsThisNodesEndpoint() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
+            Deployment a = Deployment.of(nodes.config(true, RemoteConfig.LISTEN, ""), "pipe", "prefill");
+            ConfigurationException e = assertThrows(ConfigurationException.class, () -> TensorChannels.mailbox(a));
+            assertTrue(e.getMessage().contains(RemoteConfig.LISTEN), e.getMessage());
+        }
+    }
+
+    static Tensor pattern(Arena arena, long bytes, int seq) {
+        MemorySegment data = arena.allocate(bytes, 64);
+        for (long i = 0; i < bytes; i++) {
+            data.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + seq));
+        }
+        return Tensor.of(DType.U8, data, bytes);
+    }
+
+    static boolean matches(MemorySegment data, int seq) {
+        for (long i = 0; i < data.byteSize(); i++) {
+            if (data.get(ValueLayout.JAVA_BYTE, i) != (byte) (i * 31 + seq)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static void pump(TensorChannel channel, TensorChannel.Listener listener, java.util.function.BooleanSupplier done) {
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (!done.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, "nothing arrived in 30 s");
+            channel.receive(listener, Duration.ofMillis(50));
+        }
+    }
+}
