@@ -43,8 +43,9 @@ import java.util.zip.CRC32C;
  * place from its slot (START, DATA chunks of up to Aeron's largest message, END with its CRC32C); the
  * receiving node's confirmation comes back as the consumer's ACK, which frees the slot as soon as the
  * remote node holds the bytes. A tensor not confirmed within {@value RemoteConfig#TIMEOUT_S} marks its
- * consumer's node gone for it: the transport attached to the mailbox frees it (as it frees what a dead local
- * consumer held), and the count goes up.
+ * consumer's node gone for the tensors sent in the same window ({@link #WINDOWS_PER_TIMEOUT} windows per timeout):
+ * the transport attached to the mailbox frees them (as it frees what a dead local consumer held), and the
+ * count goes up; tensors of later windows (sent after the node came back) are not touched.
  *
  * <p>Receiving: one thread polls this process's endpoint; tensors land in a transport of this process's
  * own ({@link TensorLanding}) and reach the local consumer through its mailbox's poll, from the sending
@@ -56,18 +57,25 @@ public final class RemoteLink implements AutoCloseable {
     static final String DATA_TERM = "16m";
     private static final long CHECK_INTERVAL_NS = 100_000_000L;
     private static final long CONFIRM_WAIT_NS = 1_000_000_000L;
+    /** Sends are reported in windows of a fraction of the timeout: a timeout frees only its own window's. */
+    static final int WINDOWS_PER_TIMEOUT = 4;
 
     /** A tensor or an ACK from another node, for the local mailbox's poll; {@code descriptor} null for an ACK. */
     public record Inbound(String from, TensorDescriptor descriptor, long ackMsb, long ackLsb) {
     }
 
-    /** A tensor sent and not yet confirmed. {@code sentAt} stays MAX_VALUE until its last message is out. */
+    /**
+     * A tensor sent and not yet confirmed, with the key its consumer was reported under. {@code sentAt} stays
+     * MAX_VALUE until its last message is out.
+     */
     private static final class Pending {
         final String consumer;
+        final String key;
         volatile long sentAt = Long.MAX_VALUE;
 
-        Pending(String consumer) {
+        Pending(String consumer, String key) {
             this.consumer = consumer;
+            this.key = key;
         }
     }
 
@@ -97,7 +105,7 @@ public final class RemoteLink implements AutoCloseable {
     private final RemoteCounters counters = new RemoteCounters();
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
     private final Map<UUID, Pending> pending = new ConcurrentHashMap<>();
-    private final Map<String, Long> epochs = new ConcurrentHashMap<>(); // per remote consumer: timeouts so far
+    private final Map<String, Long> goneWindows = new ConcurrentHashMap<>(); // "consumer@window" -> window
     private final Set<String> senders = ConcurrentHashMap.newKeySet(); // entities whose tensors landed here
     private final Queue<Inbound> inbound = new ConcurrentLinkedQueue<>();
     private final Map<String, Publication> confirmations = new HashMap<>(); // the link's thread only
@@ -188,21 +196,25 @@ public final class RemoteLink implements AutoCloseable {
     public String send(String to, List<TensorDescriptor> descriptors) {
         Peer peer = peer(to);
         synchronized (peer) {
-            String key = to + "@" + Long.toHexString(epochs.getOrDefault(to, 0L));
+            String key = to + "@" + Long.toHexString(window(System.nanoTime()));
             for (TensorDescriptor d : descriptors) {
-                sendOne(peer, d);
+                sendOne(peer, d, key);
             }
             return key;
         }
     }
 
-    private void sendOne(Peer peer, TensorDescriptor d) {
+    private long window(long nanoTime) {
+        return nanoTime / Math.max(1, timeoutNs / WINDOWS_PER_TIMEOUT) & Long.MAX_VALUE;
+    }
+
+    private void sendOne(Peer peer, TensorDescriptor d, String key) {
         if (closer.isClosed()) {
             throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
         }
         long msb = d.uuid().getMostSignificantBits();
         long lsb = d.uuid().getLeastSignificantBits();
-        Pending entry = new Pending(peer.entity);
+        Pending entry = new Pending(peer.entity, key);
         pending.put(d.uuid(), entry); // before any byte leaves: the confirmation may come back at once
         boolean sent = false;
         try (ReceivedTensor view = arena.receive(d); Arena copy = Arena.ofConfined()) {
@@ -288,15 +300,12 @@ public final class RemoteLink implements AutoCloseable {
     }
 
     /**
-     * Whether what was reported under {@code key} ({@code entity@epoch}, from {@link #send}) may still land:
-     * false once a tensor sent to that entity under that epoch timed out.
+     * Whether what was reported under {@code key} ({@code entity@window}, from {@link #send}) may still land:
+     * false once a tensor sent to that entity in that window timed out; for a bare entity, whether a receiver
+     * of it is connected.
      */
     public boolean isAlive(String key) {
-        int at = key.indexOf('@');
-        if (at < 0) {
-            return peer(key).publication.isConnected();
-        }
-        return Long.parseLong(key.substring(at + 1), 16) >= epochs.getOrDefault(key.substring(0, at), 0L);
+        return key.indexOf('@') < 0 ? peer(key).publication.isConnected() : !goneWindows.containsKey(key);
     }
 
     /** The local consumer's ACKs for tensors that landed here: frees their slots. */
@@ -329,7 +338,7 @@ public final class RemoteLink implements AutoCloseable {
                     nextCheck = now + CHECK_INTERVAL_NS;
                     expire(now);
                     if (subscription != null) {
-                        landing.abortOrphans(subscription);
+                        landing.abortOrphans(session -> subscription.imageBySessionId(session) != null);
                     }
                 }
                 idle.idle(work);
@@ -367,23 +376,25 @@ public final class RemoteLink implements AutoCloseable {
         inbound.add(new Inbound(consumer, null, msb, lsb));
     }
 
-    // A tensor unconfirmed for the timeout: its consumer's node is gone for what was sent to it so far.
+    // A tensor unconfirmed for the timeout: its consumer's node is gone for what was sent to it in that window.
     private void expire(long now) {
+        goneWindows.values().removeIf(w -> window(now) - w > 100L * WINDOWS_PER_TIMEOUT); // long since freed
         Set<String> gone = null;
         for (Pending p : pending.values()) {
             if (now - p.sentAt > timeoutNs && p.sentAt != Long.MAX_VALUE) {
-                (gone == null ? gone = new HashSet<>() : gone).add(p.consumer);
+                (gone == null ? gone = new HashSet<>() : gone).add(p.key);
             }
         }
         if (gone == null) {
             return;
         }
-        for (String consumer : gone) {
-            epochs.merge(consumer, 1L, Long::sum);
+        for (String key : gone) {
+            goneWindows.put(key, Long.parseLong(key.substring(key.indexOf('@') + 1), 16));
             int[] count = {0};
-            pending.values().removeIf(p -> p.consumer.equals(consumer) && p.sentAt != Long.MAX_VALUE && ++count[0] > 0);
+            pending.values().removeIf(p -> p.key.equals(key) && ++count[0] > 0);
             counters.timedOut.addAndGet(count[0]);
-            LOG.warn("entity={} at {} confirmed none of {} tensors for {} s: taken as gone for them (an attached"
+            String consumer = key.substring(0, key.indexOf('@'));
+            LOG.warn("entity={} at {} confirmed none of {} tensors within {} s: taken as gone for them (an attached"
                 + " transport frees them; count in remoteTimedOut)", consumer, config.endpointOf(consumer), count[0],
                 config.timeout().toMillis() / 1e3);
         }

@@ -1,9 +1,9 @@
 package io.mstar.transport.remote;
 
-import io.aeron.Subscription;
 import io.aeron.logbuffer.FragmentHandler;
 import io.aeron.logbuffer.FrameDescriptor;
 import io.aeron.logbuffer.Header;
+import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
@@ -13,6 +13,8 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.Arrays;
+import java.util.function.IntPredicate;
 import java.util.zip.CRC32C;
 
 /**
@@ -121,7 +123,7 @@ final class TensorLanding implements FragmentHandler, AutoCloseable {
         if (!start.to().equals(entity)) {
             counters.misrouted.incrementAndGet();
             LOG.warn("cross-node tensor for entity={} arrived at entity={}: dropped; check {} on node of from={}",
-                start.to(), entity, io.mstar.transport.RemoteConfig.ENTITIES, start.from());
+                start.to(), entity, RemoteConfig.ENTITIES, start.from());
             return;
         }
         TensorClaim claim;
@@ -136,7 +138,7 @@ final class TensorLanding implements FragmentHandler, AutoCloseable {
             claim.abort();
             counters.aborted.incrementAndGet();
             LOG.warn("cross-node tensor from={} declares {} bytes for dtype {} and shape {}: refused", start.from(),
-                start.nbytes(), start.dtype(), java.util.Arrays.toString(start.shape()));
+                start.nbytes(), start.dtype(), Arrays.toString(start.shape()));
             return;
         }
         bySession.put(session, new Landing(start, claim));
@@ -189,9 +191,9 @@ final class TensorLanding implements FragmentHandler, AutoCloseable {
     }
 
     /** Aborts the tensors whose sender's image is gone (it died or became unreachable mid-tensor). */
-    void abortOrphans(Subscription subscription) {
+    void abortOrphans(IntPredicate hasImage) {
         bySession.entrySet().removeIf(e -> {
-            if (subscription.imageBySessionId(e.getKey()) != null) {
+            if (hasImage.test(e.getKey())) {
                 return false;
             }
             Landing landing = e.getValue();
