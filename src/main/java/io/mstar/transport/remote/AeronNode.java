@@ -14,6 +14,7 @@ import org.agrona.concurrent.BackoffIdleStrategy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -25,6 +26,9 @@ import java.nio.file.Path;
  */
 final class AeronNode implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AeronNode.class);
+
+    static final int RCVBUF = socketBuffer("rmem_max");
+    static final int SNDBUF = socketBuffer("wmem_max");
 
     private final OwnedFile ownedDir; // null with a standalone driver
     private final MediaDriver driver; // null with a standalone driver
@@ -57,6 +61,11 @@ final class AeronNode implements AutoCloseable {
                 .dirDeleteOnStart(true)
                 .dirDeleteOnShutdown(true)
                 .threadingMode(ThreadingMode.SHARED) // one thread: inference nodes keep their cores
+                // Datagrams the socket cannot hold are lost and sent again after a NAK: milliseconds each. The
+                // buffers are as large as the kernel allows up to 4 MiB, and the window half the receive buffer.
+                .socketRcvbufLength(RCVBUF)
+                .socketSndbufLength(SNDBUF)
+                .initialWindowLength(RCVBUF / 2)
                 .sharedIdleStrategy(new BackoffIdleStrategy(16, 8, 1_000, 100_000))
                 .errorHandler(e -> LOG.warn("Aeron media driver: {}", e.toString())));
             return new AeronNode(dir, driver, Aeron.connect(clientContext(driverDir)));
@@ -66,6 +75,17 @@ final class AeronNode implements AutoCloseable {
             }
             dir.close();
             throw e;
+        }
+    }
+
+    // Up to 4 MiB, as far as net.core.{rmem,wmem}_max allow (the kernel clamps larger requests silently).
+    private static int socketBuffer(String sysctl) {
+        try {
+            // readAllLines: readString trusts the size /proc reports and may return a prefix
+            long max = Long.parseLong(Files.readAllLines(Path.of("/proc/sys/net/core", sysctl)).getFirst().trim());
+            return (int) Math.max(128 << 10, Math.min(4 << 20, max));
+        } catch (IOException | RuntimeException e) {
+            return 128 << 10;
         }
     }
 

@@ -133,7 +133,8 @@ public final class RemoteLink implements AutoCloseable {
             }
         }, counters);
         this.subscription = config.listen() == null ? null
-            : node.aeron().addSubscription("aeron:udp?endpoint=" + config.listen(), streamOf(entity));
+            : node.aeron().addSubscription("aeron:udp?endpoint=" + config.listen()
+                + "|so-rcvbuf=" + AeronNode.RCVBUF + "|rcv-wnd=" + AeronNode.RCVBUF / 2, streamOf(entity));
         this.thread = new Thread(this::run, "mstar-remote-" + entity);
         this.thread.setDaemon(true);
     }
@@ -283,7 +284,8 @@ public final class RemoteLink implements AutoCloseable {
             throw new IllegalArgumentException("entity=" + to + " is not on another node in " + RemoteConfig.ENTITIES);
         }
         return peers.computeIfAbsent(to, e -> new Peer(e, endpoint, node.aeron().addPublication("aeron:udp?endpoint="
-            + endpoint + "|mtu=" + config.mtu() + "|term-length=" + DATA_TERM, streamOf(e))));
+            + endpoint + "|mtu=" + config.mtu() + "|term-length=" + DATA_TERM + "|so-sndbuf=" + AeronNode.SNDBUF,
+            streamOf(e))));
     }
 
     /** Waits until a receiver of {@code entity} is connected, or the timeout passes. */
@@ -332,7 +334,7 @@ public final class RemoteLink implements AutoCloseable {
         long nextCheck = System.nanoTime() + CHECK_INTERVAL_NS;
         while (running) {
             try {
-                int work = subscription == null ? 0 : subscription.poll(landing, 16);
+                int work = subscription == null ? 0 : subscription.poll(landing, 64);
                 long now = System.nanoTime();
                 if (now - nextCheck > 0) {
                     nextCheck = now + CHECK_INTERVAL_NS;

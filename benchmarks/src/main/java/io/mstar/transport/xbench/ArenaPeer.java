@@ -2,6 +2,7 @@ package io.mstar.transport.xbench;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
+import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorChannels;
@@ -14,10 +15,16 @@ import io.mstar.transport.codec.DescriptorCodec;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Map;
 
 /**
@@ -25,7 +32,9 @@ import java.util.Map;
  * sent as they are, read in place, ACKed by uuid halves: the steady state allocates nothing):
  * {@code arena-send} (the producer fills its own buffer, {@code sendInto} copies it into a slot),
  * {@code arena-claim} (the producer fills the claimed slot, then publishes it) and {@code file} (the file
- * transport). A zero-byte tensor ends the run.
+ * transport); {@code remote} is {@code arena-claim} across two "nodes": each JVM has a shared-memory directory
+ * of its own and the tensors cross on the cross-node path (Aeron UDP on 127.0.0.1, MTU
+ * {@code -Dxbench.remoteMtu}, default 8192). A zero-byte tensor ends the run.
  */
 final class ArenaPeer {
     private static final String ENDPOINT = "mstar-xbench";
@@ -33,11 +42,27 @@ final class ArenaPeer {
     private ArenaPeer() {
     }
 
-    private static Deployment deployment(String peer, String dir, String entity) {
-        TransportConfig config = TransportConfig.from(Map.of(TransportConfig.SHM_DIR, dir,
+    private static Deployment deployment(String peer, String dir, String entity) throws IOException {
+        Map<String, String> env = new HashMap<>(Map.of(TransportConfig.SHM_DIR, dir,
             TransportConfig.ARENA, peer.equals("file") ? "0" : "1",
-            TransportConfig.MAX_SEGMENTS, "4")::get);
-        return Deployment.of(config, ENDPOINT, entity);
+            TransportConfig.MAX_SEGMENTS, "4"));
+        if (peer.equals("remote")) {
+            Path ports = Path.of(dir, "ports"); // chosen by the consumer, which starts first
+            if (!Files.exists(ports)) {
+                try (DatagramSocket a = new DatagramSocket(0, InetAddress.getLoopbackAddress());
+                     DatagramSocket b = new DatagramSocket(0, InetAddress.getLoopbackAddress())) {
+                    Files.writeString(ports, a.getLocalPort() + " " + b.getLocalPort());
+                }
+            }
+            String[] port = Files.readString(ports).split(" ");
+            String consumer = "127.0.0.1:" + port[0];
+            String producer = "127.0.0.1:" + port[1];
+            env.put(TransportConfig.SHM_DIR, Files.createDirectories(Path.of(dir, entity)).toString());
+            env.put(RemoteConfig.LISTEN, entity.equals("consumer") ? consumer : producer);
+            env.put(RemoteConfig.ENTITIES, "consumer=" + consumer + ",producer=" + producer);
+            env.put(RemoteConfig.MTU, System.getProperty("xbench.remoteMtu", "8192"));
+        }
+        return Deployment.of(TransportConfig.from(env::get), ENDPOINT, entity);
     }
 
     // The same backoff as the Aeron peer's loops: spin, yield, then park up to 100 us.
@@ -45,7 +70,7 @@ final class ArenaPeer {
         return new BackoffIdleStrategy(16, 8, 1_000, 100_000);
     }
 
-    static void consumer(String peer, String dir) {
+    static void consumer(String peer, String dir) throws IOException {
         Deployment deployment = deployment(peer, dir, "consumer");
         Protocol.Verifier verifier = new Protocol.Verifier();
         boolean[] done = new boolean[1];
@@ -95,7 +120,7 @@ final class ArenaPeer {
 
     static void producer(String peer, String dir, double seconds) throws Exception {
         Deployment deployment = deployment(peer, dir, "producer");
-        boolean claim = peer.equals("arena-claim");
+        boolean claim = peer.equals("arena-claim") || peer.equals("remote");
         try (Arena scratch = Arena.ofShared();
              TensorTransport transport = TensorTransports.create(deployment, false);
              TensorChannel mailbox = TensorChannels.mailbox(deployment)) {

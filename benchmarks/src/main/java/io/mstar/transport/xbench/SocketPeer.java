@@ -3,7 +3,10 @@ package io.mstar.transport.xbench;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -12,19 +15,31 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** A Unix-domain stream socket: an 8-byte length, then the payload; one byte back per payload as its ACK. */
+/**
+ * A stream socket, Unix-domain ({@code uds}) or TCP on loopback ({@code tcp}, Nagle off): an 8-byte length,
+ * then the payload; one byte back per payload as its ACK.
+ */
 final class SocketPeer {
     private SocketPeer() {
     }
 
-    static void consumer(String dir) throws IOException {
+    static void consumer(String dir, boolean tcp) throws IOException {
         Path path = Path.of(dir, "xbench.sock");
         Files.deleteIfExists(path);
         Protocol.Verifier verifier = new Protocol.Verifier();
-        try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
-            server.bind(UnixDomainSocketAddress.of(path));
+        try (ServerSocketChannel server = ServerSocketChannel.open(tcp ? StandardProtocolFamily.INET
+            : StandardProtocolFamily.UNIX)) {
+            if (tcp) {
+                server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+                Files.writeString(Path.of(dir, "tcp.port"), Integer.toString(((InetSocketAddress) server.getLocalAddress()).getPort()));
+            } else {
+                server.bind(UnixDomainSocketAddress.of(path));
+            }
             System.out.println("READY");
             try (SocketChannel socket = server.accept(); Arena arena = Arena.ofConfined()) {
+                if (tcp) {
+                    socket.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                }
                 MemorySegment payload = arena.allocate(Protocol.SIZES[Protocol.SIZES.length - 1], 4096);
                 ByteBuffer header = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
                 ByteBuffer ack = ByteBuffer.allocateDirect(1);
@@ -48,9 +63,13 @@ final class SocketPeer {
         System.out.println(verifier.summary());
     }
 
-    static void producer(String dir, double seconds) throws Exception {
-        try (SocketChannel socket = SocketChannel.open(UnixDomainSocketAddress.of(Path.of(dir, "xbench.sock")));
+    static void producer(String dir, boolean tcp, double seconds) throws Exception {
+        try (SocketChannel socket = SocketChannel.open(tcp ? new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                Integer.parseInt(Files.readString(Path.of(dir, "tcp.port")))) : UnixDomainSocketAddress.of(Path.of(dir, "xbench.sock")));
              Arena arena = Arena.ofShared()) {
+            if (tcp) {
+                socket.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            }
             MemorySegment source = arena.allocate(Protocol.SIZES[Protocol.SIZES.length - 1], 4096);
             ByteBuffer header = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
             Producer loop = new Producer() {

@@ -30,6 +30,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class XBench {
     static final List<String> PEERS = List.of("arena-send", "arena-claim", "aeron-ipc", "uds", "file");
+    /** Peers run only when named: the cross-node path between two directories over UDP, and TCP on loopback. */
+    static final List<String> NODE_PEERS = List.of("remote", "tcp");
     static final List<String> REFERENCES = List.of("memcpy", "fill", "crc32c");
 
     private XBench() {
@@ -148,7 +150,7 @@ public final class XBench {
         double seconds = Double.parseDouble(args[4]);
         boolean producer = role.equals("producer");
         switch (peer) {
-            case "arena-send", "arena-claim", "file" -> {
+            case "arena-send", "arena-claim", "file", "remote" -> {
                 if (producer) {
                     ArenaPeer.producer(peer, dir, seconds);
                 } else {
@@ -162,14 +164,15 @@ public final class XBench {
                     AeronPeer.consumer(dir);
                 }
             }
-            case "uds" -> {
+            case "uds", "tcp" -> {
                 if (producer) {
-                    SocketPeer.producer(dir, seconds);
+                    SocketPeer.producer(dir, peer.equals("tcp"), seconds);
                 } else {
-                    SocketPeer.consumer(dir);
+                    SocketPeer.consumer(dir, peer.equals("tcp"));
                 }
             }
-            default -> throw new IllegalArgumentException("unknown peer: " + peer + ", known: " + PEERS);
+            default -> throw new IllegalArgumentException("unknown peer: " + peer + ", known: " + PEERS + " and "
+                + NODE_PEERS);
         }
         System.exit(0); // daemon threads of the peers end with the JVM
     }
@@ -187,9 +190,10 @@ public final class XBench {
         for (long size : Protocol.SIZES) {
             out.printf(Locale.ROOT, "%n%s, window %d%n", human(size), Protocol.window(size));
             out.printf(Locale.ROOT, "  %-12s %-24s %-26s %-10s %-10s %s%n", "peer", "GB/s", "payloads/s", "p50 us",
-                "p99 us", "vs aeron-ipc, vs fill");
+                "p99 us", "vs aeron-ipc, vs fill, vs tcp");
             double aeron = results.containsKey("aeron-ipc") ? stats(results.get("aeron-ipc").get(size), 1)[0] : Double.NaN;
             double fill = stats(results.get("fill").get(size), 1)[0];
+            double tcp = results.containsKey("tcp") ? stats(results.get("tcp").get(size), 1)[0] : Double.NaN;
             results.forEach((column, bySize) -> {
                 List<double[]> rows = bySize.get(size);
                 if (rows == null) {
@@ -197,12 +201,12 @@ public final class XBench {
                 }
                 double[] gb = stats(rows, 1);
                 double[] rate = stats(rows, 0);
-                out.printf(Locale.ROOT, "  %-12s %-24s %-26s %-10s %-10s %.2f, %.2f%n", column,
+                out.printf(Locale.ROOT, "  %-12s %-24s %-26s %-10s %-10s %.2f, %.2f, %.2f%n", column,
                     String.format(Locale.ROOT, "%.2f (%.2f..%.2f)", gb[0], gb[1], gb[2]),
                     String.format(Locale.ROOT, "%.0f (%.0f..%.0f)", rate[0], rate[1], rate[2]),
                     Double.isNaN(stats(rows, 2)[0]) ? "-" : String.format(Locale.ROOT, "%.1f", stats(rows, 2)[0]),
                     Double.isNaN(stats(rows, 3)[0]) ? "-" : String.format(Locale.ROOT, "%.1f", stats(rows, 3)[0]),
-                    gb[0] / aeron, gb[0] / fill);
+                    gb[0] / aeron, gb[0] / fill, gb[0] / tcp);
             });
         }
     }
