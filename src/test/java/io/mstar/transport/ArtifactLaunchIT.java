@@ -7,6 +7,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.File;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -83,6 +84,23 @@ class ArtifactLaunchIT {
         launch.add("io.mstar.transport.cli.MstarShm");
         String out = selftest(launch.toArray(String[]::new));
         assertTrue(out.contains("module=unnamed module"), out);
+    }
+
+    /** The cross-node path configured, Aeron absent (it is optional): the error names what to add. */
+    @Test
+    void theCrossNodePathWithoutAeronSaysWhatToAdd() throws Exception {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        List<String> command = new ArrayList<>(List.of(java, "-cp", launchPath()));
+        command.addAll(CLASS_PATH_FLAGS);
+        command.addAll(List.of("io.mstar.transport.cli.MstarShm", "selftest", "--dir", shm.path().toString()));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().put(RemoteConfig.LISTEN, "127.0.0.1:40123");
+        builder.environment().put(RemoteConfig.ENTITIES, "elsewhere=127.0.0.1:40124");
+        Process process = builder.start();
+        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(process.waitFor(60, TimeUnit.SECONDS), "selftest did not finish");
+        assertTrue(process.exitValue() != 0, out);
+        assertTrue(out.contains("io.aeron:aeron-client and io.aeron:aeron-driver"), out);
     }
 
     /** The README's producer and consumer, compiled by the build, as two processes over the built jar. */

@@ -108,4 +108,52 @@ class TransportConfigTest {
         assertTrue(e.getMessage().contains(name + "=" + value), e.getMessage());
         assertTrue(e.getMessage().contains("accepted: " + accepted), e.getMessage());
     }
+
+    @Test
+    void theCrossNodePathIsOffUnlessConfigured() {
+        RemoteConfig r = TransportConfig.from(name -> null).remote();
+        assertFalse(r.enabled());
+        assertEquals(RemoteConfig.TIMEOUT_DEFAULT, r.timeout());
+        assertEquals(RemoteConfig.MTU_DEFAULT, r.mtu());
+        assertNull(r.aeronDir());
+    }
+
+    @Test
+    void entitiesAtAnotherEndpointThanOursAreRemote() {
+        RemoteConfig r = TransportConfig.from(Map.of(
+            RemoteConfig.ENTITIES, " prefill=10.0.0.1:40123 , decode=10.0.0.2:40123,decode.b=10.0.0.2:40124",
+            RemoteConfig.LISTEN, "10.0.0.1:40123",
+            RemoteConfig.TIMEOUT_S, "2.5",
+            RemoteConfig.MTU, "8192",
+            RemoteConfig.AERON_DIR, "/dev/shm/aeron")::get).remote();
+        assertTrue(r.enabled());
+        assertFalse(r.isRemote("prefill"), "at our own endpoint");
+        assertTrue(r.isRemote("decode"));
+        assertTrue(r.isRemote("decode.b"));
+        assertFalse(r.isRemote("tokenizer"), "not in the map: shared memory");
+        assertEquals("10.0.0.2:40124", r.endpointOf("decode.b"));
+        assertEquals(Duration.ofMillis(2500), r.timeout());
+        assertEquals(8192, r.mtu());
+        assertEquals(Path.of("/dev/shm/aeron"), r.aeronDir());
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = ';', value = {
+        "MSTAR_REMOTE_ENTITIES;decode",
+        "MSTAR_REMOTE_ENTITIES;decode=10.0.0.2",
+        "MSTAR_REMOTE_ENTITIES;decode=10.0.0.2:0",
+        "MSTAR_REMOTE_ENTITIES;decode=10.0.0.2:1,decode=10.0.0.3:1",
+        "MSTAR_REMOTE_ENTITIES;../x=10.0.0.2:1",
+        "MSTAR_REMOTE_LISTEN;10.0.0.1",
+        "MSTAR_REMOTE_LISTEN;:40123",
+        "MSTAR_REMOTE_TIMEOUT_S;0",
+        "MSTAR_REMOTE_TIMEOUT_S;soon",
+        "MSTAR_REMOTE_MTU;1500",
+        "MSTAR_REMOTE_MTU;65536",
+        "MSTAR_REMOTE_AERON_DIR;aeron"})
+    void aBadCrossNodeValueIsRefusedNamingTheVariable(String name, String value) {
+        ConfigurationException e = assertThrows(ConfigurationException.class, () -> with(name, value));
+        assertTrue(e.getMessage().contains(name + "=" + value), e.getMessage());
+        assertTrue(e.getMessage().contains("accepted"), e.getMessage());
+    }
 }

@@ -8,6 +8,7 @@ import io.mstar.transport.EntityInUseException;
 import io.mstar.transport.MstarTransportException;
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.PeerUnavailableException;
+import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.RemoteStats;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
@@ -148,7 +149,7 @@ public final class ShmMailbox implements TensorChannel {
         boolean ok = false;
         try {
             file = createMailboxFile(dir, ShmNames.mailbox(Namespace.of(deployment), deployment.entity()));
-            remote = deployment.config().remote().enabled() ? RemoteLink.start(deployment) : null;
+            remote = deployment.config().remote().enabled() ? startRemote(deployment) : null;
             mailbox = new ShmMailbox(deployment, file, sweeper, remote);
             ShutdownCleanup.register(mailbox); // refused once the JVM stops: then the file goes at once
             ok = true;
@@ -167,6 +168,16 @@ public final class ShmMailbox implements TensorChannel {
                     sweeper.leave();
                 }
             }
+        }
+    }
+
+    private static RemoteLink startRemote(Deployment deployment) {
+        try {
+            return RemoteLink.start(deployment);
+        } catch (NoClassDefFoundError e) {
+            throw new ConfigurationException("the cross-node path (" + RemoteConfig.ENTITIES + ", " + RemoteConfig.LISTEN
+                + ") needs io.aeron:aeron-client and io.aeron:aeron-driver 1.49.0 next to this library (never"
+                + " aeron-all, whose older Agrona clashes with this library's); missing: " + e.getMessage());
         }
     }
 

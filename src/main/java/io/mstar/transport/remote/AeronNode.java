@@ -41,7 +41,6 @@ final class AeronNode implements AutoCloseable {
     }
 
     static AeronNode start(Deployment deployment) {
-        checkAeronPresent();
         RemoteConfig config = deployment.config().remote();
         if (config.aeronDir() != null) {
             if (!Files.isDirectory(config.aeronDir())) {
@@ -92,16 +91,6 @@ final class AeronNode implements AutoCloseable {
     private static Aeron.Context clientContext(String dir) {
         return new Aeron.Context().aeronDirectoryName(dir)
             .errorHandler(e -> LOG.warn("Aeron client: {}", e.toString()));
-    }
-
-    private static void checkAeronPresent() {
-        try {
-            Class.forName("io.aeron.driver.MediaDriver", false, AeronNode.class.getClassLoader());
-        } catch (ClassNotFoundException | LinkageError e) {
-            throw new ConfigurationException("the cross-node path (" + RemoteConfig.ENTITIES + ", "
-                + RemoteConfig.LISTEN + ") needs io.aeron:aeron-client and io.aeron:aeron-driver 1.49.0 next to"
-                + " this library (never aeron-all, whose older Agrona clashes with this library's)");
-        }
     }
 
     Aeron aeron() {

@@ -1,6 +1,8 @@
 package io.mstar.transport.crossprocess;
 
 import io.mstar.transport.RemoteConfig;
+import io.mstar.transport.docs.ReadmeConsumer;
+import io.mstar.transport.docs.ReadmeProducer;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import io.mstar.transport.testing.TwoNodes;
@@ -91,6 +93,20 @@ class RemoteNodesTest {
             producer.deleteLog();
             restarted.deleteLog();
             ShmTestDir.deleteTree(work);
+        }
+    }
+
+    @Test
+    void theReadmesProducerAndConsumerRunOnTwoNodesUnchanged() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("producer", "consumer")) {
+            ChildJvm consumer = ChildJvm.start(true, nodes.env(false), ReadmeConsumer.class);
+            ChildJvm producer = ChildJvm.start(true, nodes.env(true), ReadmeProducer.class);
+            assertEquals(0, producer.await(120), producer.output() + "\nconsumer:\n" + consumer.state());
+            assertEquals(0, consumer.await(60), consumer.output());
+            assertTrue(producer.output().contains("producer: sent and ACKed"), producer.output());
+            assertTrue(consumer.output().contains("consumer: F32 602112 bytes"), consumer.output());
+            producer.deleteLog();
+            consumer.deleteLog();
         }
     }
 

@@ -13,6 +13,7 @@ import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
+import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.testing.TwoNodes;
 import org.junit.jupiter.api.Test;
@@ -161,6 +162,97 @@ class RemoteLinkTest {
                 assertEquals(0, outbox.remoteStats().orElseThrow().tensorsSent());
             }
         }
+    }
+
+    @Test
+    void aFullReceivingArenaBackPressuresTheSenderUntilTheConsumerAcks() throws Exception {
+        int count = 64;
+        int size = 512 << 10;
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
+            Deployment a = Deployment.of(nodes.config(true), "pipe", "prefill");
+            // Strict and small: a landing waits for the consumer's ACKs (and reads nothing meanwhile).
+            Deployment b = Deployment.of(nodes.config(false, TransportConfig.SEGMENT_MB, "2",
+                TransportConfig.MAX_SEGMENTS, "1", TransportConfig.SPILL, "0"), "pipe", "decode");
+            try (TensorTransport producer = TensorTransports.create(a, false);
+                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
+                 TensorTransport consumer = TensorTransports.create(b, false);
+                 TensorChannel inbox = TensorChannels.mailbox(b);
+                 Arena arena = Arena.ofShared()) {
+                assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)));
+                Tensor[] tensors = new Tensor[count];
+                for (int i = 0; i < count; i++) {
+                    tensors[i] = pattern(arena, size, i);
+                }
+                AtomicInteger sent = new AtomicInteger();
+                AtomicInteger acked = new AtomicInteger();
+                Thread sender = Thread.ofPlatform().start(() -> {
+                    for (int i = 0; i < count; i++) {
+                        outbox.sendDescriptors("decode", producer.send("r" + i, List.of(tensors[i])));
+                        sent.incrementAndGet();
+                        outbox.poll(ackListener(producer, acked), 64);
+                    }
+                });
+                List<String> held = new ArrayList<>(); // received, not ACKed yet: the arena stays full
+                List<UUID> heldUuids = new ArrayList<>();
+                TensorChannel.Listener reader = new TensorChannel.Listener() {
+                    @Override
+                    public void descriptors(String from, List<TensorDescriptor> batch) {
+                        for (TensorDescriptor d : batch) {
+                            try (ReceivedTensor t = consumer.receive(d)) {
+                                assertTrue(matches(t.data(), Integer.parseInt(d.requestId().substring(1))));
+                            }
+                            held.add(from);
+                            heldUuids.add(d.uuid());
+                        }
+                    }
+
+                    @Override
+                    public void acks(String from, List<UUID> uuids) {
+                    }
+                };
+                int stableFor = 0;
+                int last = -1;
+                while (stableFor < 10) { // the sender makes no progress for a second
+                    inbox.poll(reader, 64);
+                    Thread.sleep(100);
+                    stableFor = sent.get() == last ? stableFor + 1 : 0;
+                    last = sent.get();
+                }
+                assertTrue(sender.isAlive() && sent.get() < count, "the sender was not held back: sent " + sent.get());
+                assertTrue(held.size() < count, "received " + held.size());
+                int received = held.size();
+                long deadline = System.nanoTime() + 60_000_000_000L;
+                while (received < count && System.nanoTime() < deadline) { // ACK as they come: the rest flows
+                    inbox.sendAcks("prefill", heldUuids);
+                    heldUuids.clear();
+                    inbox.receive(reader, Duration.ofMillis(50));
+                    received = held.size();
+                }
+                inbox.sendAcks("prefill", heldUuids);
+                sender.join(30_000);
+                assertEquals(count, received);
+                assertEquals(count, sent.get());
+                while (acked.get() < count && System.nanoTime() < deadline) {
+                    outbox.receive(ackListener(producer, acked), Duration.ofMillis(50));
+                }
+                assertEquals(0, producer.statsSummary().inFlight());
+                assertEquals(0, inbox.remoteStats().orElseThrow().aborted());
+            }
+        }
+    }
+
+    private static TensorChannel.Listener ackListener(TensorTransport producer, AtomicInteger acked) {
+        return new TensorChannel.Listener() {
+            @Override
+            public void descriptors(String from, List<TensorDescriptor> batch) {
+            }
+
+            @Override
+            public void acks(String from, List<UUID> uuids) {
+                producer.ack(from, uuids);
+                acked.addAndGet(uuids.size());
+            }
+        };
     }
 
     @Test
