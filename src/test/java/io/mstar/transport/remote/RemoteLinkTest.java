@@ -38,108 +38,102 @@ class RemoteLinkTest {
 
     @Test
     void tensorsLandWholeOnTheOtherNodeAndBothSidesAreFreedByTheAcks() throws Exception {
-        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
-            Deployment a = Deployment.of(nodes.config(true), "pipe", "prefill");
-            Deployment b = Deployment.of(nodes.config(false), "pipe", "decode");
-            try (TensorTransport producer = TensorTransports.create(a, false);
-                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
-                 TensorTransport consumer = TensorTransports.create(b, false);
-                 TensorChannel inbox = TensorChannels.mailbox(b);
-                 Arena arena = Arena.ofConfined()) {
-                assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)), "decode's endpoint never connected");
-                for (int i = 0; i < SIZES.length; i++) {
-                    outbox.sendDescriptors("decode", producer.send("r" + i, List.of(pattern(arena, SIZES[i], i))));
-                }
-                List<String> got = new ArrayList<>();
-                pump(inbox, new TensorChannel.Listener() {
-                    @Override
-                    public void descriptors(String from, List<TensorDescriptor> batch) {
-                        for (TensorDescriptor d : batch) {
-                            try (ReceivedTensor t = consumer.receive(d)) {
-                                int seq = Integer.parseInt(d.requestId().substring(1));
-                                assertEquals(SIZES[seq], d.nbytes());
-                                assertTrue(matches(t.data(), seq), "tensor " + seq + " differs");
-                                got.add(from + ":" + d.requestId());
-                            }
-                        }
-                        inbox.sendAcks(from, batch.stream().map(TensorDescriptor::uuid).toList());
-                    }
-
-                    @Override
-                    public void acks(String from, List<UUID> uuids) {
-                    }
-                }, () -> got.size() == SIZES.length);
-                assertEquals(List.of("prefill:r0", "prefill:r1", "prefill:r2", "prefill:r3", "prefill:r4", "prefill:r5"), got);
-                AtomicInteger acked = new AtomicInteger();
-                pump(outbox, new TensorChannel.Listener() {
-                    @Override
-                    public void descriptors(String from, List<TensorDescriptor> batch) {
-                    }
-
-                    @Override
-                    public void acks(String from, List<UUID> uuids) {
-                        assertEquals("decode", from);
-                        producer.ack(from, uuids);
-                        acked.addAndGet(uuids.size());
-                    }
-                }, () -> acked.get() == SIZES.length);
-                assertEquals(0, producer.statsSummary().inFlight());
-                RemoteStats sent = outbox.remoteStats().orElseThrow();
-                RemoteStats received = inbox.remoteStats().orElseThrow();
-                assertEquals(SIZES.length, sent.tensorsSent());
-                assertEquals(SIZES.length, sent.landed());
-                assertEquals(SIZES.length, received.tensorsReceived());
-                assertEquals(sent.bytesSent(), received.bytesReceived());
-                assertEquals(0, received.aborted());
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             Sides sides = Sides.open(nodes);
+             Arena arena = Arena.ofConfined()) {
+            TensorTransport producer = sides.producer();
+            TensorChannel outbox = sides.outbox();
+            TensorTransport consumer = sides.consumer();
+            TensorChannel inbox = sides.inbox();
+            for (int i = 0; i < SIZES.length; i++) {
+                outbox.sendDescriptors("decode", producer.send("r" + i, List.of(pattern(arena, SIZES[i], i))));
             }
+            List<String> got = new ArrayList<>();
+            pump(inbox, new TensorChannel.Listener() {
+                @Override
+                public void descriptors(String from, List<TensorDescriptor> batch) {
+                    for (TensorDescriptor d : batch) {
+                        try (ReceivedTensor t = consumer.receive(d)) {
+                            int seq = Integer.parseInt(d.requestId().substring(1));
+                            assertEquals(SIZES[seq], d.nbytes());
+                            assertTrue(matches(t.data(), seq), "tensor " + seq + " differs");
+                            got.add(from + ":" + d.requestId());
+                        }
+                    }
+                    inbox.sendAcks(from, batch.stream().map(TensorDescriptor::uuid).toList());
+                }
+
+                @Override
+                public void acks(String from, List<UUID> uuids) {
+                }
+            }, () -> got.size() == SIZES.length);
+            assertEquals(List.of("prefill:r0", "prefill:r1", "prefill:r2", "prefill:r3", "prefill:r4", "prefill:r5"), got);
+            AtomicInteger acked = new AtomicInteger();
+            pump(outbox, new TensorChannel.Listener() {
+                @Override
+                public void descriptors(String from, List<TensorDescriptor> batch) {
+                }
+
+                @Override
+                public void acks(String from, List<UUID> uuids) {
+                    assertEquals("decode", from);
+                    producer.ack(from, uuids);
+                    acked.addAndGet(uuids.size());
+                }
+            }, () -> acked.get() == SIZES.length);
+            assertEquals(0, producer.statsSummary().inFlight());
+            RemoteStats sent = outbox.remoteStats().orElseThrow();
+            RemoteStats received = inbox.remoteStats().orElseThrow();
+            assertEquals(SIZES.length, sent.tensorsSent());
+            assertEquals(SIZES.length, sent.landed());
+            assertEquals(SIZES.length, received.tensorsReceived());
+            assertEquals(sent.bytesSent(), received.bytesReceived());
+            assertEquals(0, received.aborted());
         }
     }
 
     @Test
     void theRecordPathCrossesNodesToo() throws Exception {
-        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
-            Deployment a = Deployment.of(nodes.config(true), "pipe", "prefill");
-            Deployment b = Deployment.of(nodes.config(false), "pipe", "decode");
-            try (TensorTransport producer = TensorTransports.create(a, false);
-                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
-                 TensorTransport consumer = TensorTransports.create(b, false);
-                 TensorChannel inbox = TensorChannels.mailbox(b);
-                 Arena arena = Arena.ofConfined()) {
-                assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)));
-                MemorySegment record = arena.allocate(512);
-                int length = producer.sendInto("r0", pattern(arena, 300_000, 0), record, 0);
-                outbox.sendDescriptorRecord("decode", record, 0, length);
-                AtomicInteger read = new AtomicInteger();
-                while (read.get() == 0) {
-                    inbox.pollRecords(new TensorChannel.RecordListener() {
-                        @Override
-                        public void descriptor(String from, MemorySegment r, long offset, int n) {
-                            consumer.receive(r, offset, n, (data, at, bytes) -> assertTrue(matches(data.asSlice(at, bytes), 0)));
-                            inbox.sendAck(from, DescriptorCodec.uuidMsb(r, offset), DescriptorCodec.uuidLsb(r, offset));
-                            read.incrementAndGet();
-                        }
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             Sides sides = Sides.open(nodes);
+             Arena arena = Arena.ofConfined()) {
+            TensorTransport producer = sides.producer();
+            TensorChannel outbox = sides.outbox();
+            TensorTransport consumer = sides.consumer();
+            TensorChannel inbox = sides.inbox();
+            MemorySegment record = arena.allocate(512);
+            int length = producer.sendInto("r0", pattern(arena, 300_000, 0), record, 0);
+            outbox.sendDescriptorRecord("decode", record, 0, length);
+            AtomicInteger read = new AtomicInteger();
+            while (read.get() == 0) {
+                inbox.pollRecords(new TensorChannel.RecordListener() {
+                    @Override
+                    public void descriptor(String from, MemorySegment r, long offset, int n) {
+                        consumer.receive(r, offset, n, (data, at, bytes) -> assertTrue(matches(data.asSlice(at, bytes), 0)));
+                        inbox.sendAck(from, DescriptorCodec.uuidMsb(r, offset), DescriptorCodec.uuidLsb(r, offset));
+                        read.incrementAndGet();
+                    }
 
-                        @Override
-                        public void ack(String from, long msb, long lsb) {
-                        }
-                    }, 16);
-                    Thread.onSpinWait();
-                }
-                long deadline = System.nanoTime() + 20_000_000_000L;
-                while (producer.statsSummary().inFlight() > 0 && System.nanoTime() < deadline) {
-                    outbox.pollRecords(new TensorChannel.RecordListener() {
-                        @Override
-                        public void descriptor(String from, MemorySegment r, long offset, int n) {
-                        }
-
-                        @Override
-                        public void ack(String from, long msb, long lsb) {
-                            producer.ack(msb, lsb);
-                        }
-                    }, 16);
-                }
-                assertEquals(0, producer.statsSummary().inFlight());
+                    @Override
+                    public void ack(String from, long msb, long lsb) {
+                    }
+                }, 16);
+                Thread.onSpinWait();
             }
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            while (producer.statsSummary().inFlight() > 0 && System.nanoTime() < deadline) {
+                outbox.pollRecords(new TensorChannel.RecordListener() {
+                    @Override
+                    public void descriptor(String from, MemorySegment r, long offset, int n) {
+                    }
+
+                    @Override
+                    public void ack(String from, long msb, long lsb) {
+                        producer.ack(msb, lsb);
+                    }
+                }, 16);
+            }
+            assertEquals(0, producer.statsSummary().inFlight());
         }
     }
 
@@ -168,76 +162,73 @@ class RemoteLinkTest {
     void aFullReceivingArenaBackPressuresTheSenderUntilTheConsumerAcks() throws Exception {
         int count = 64;
         int size = 512 << 10;
-        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
-            Deployment a = Deployment.of(nodes.config(true), "pipe", "prefill");
-            // Strict and small: a landing waits for the consumer's ACKs (and reads nothing meanwhile).
-            Deployment b = Deployment.of(nodes.config(false, TransportConfig.SEGMENT_MB, "2",
-                TransportConfig.MAX_SEGMENTS, "1", TransportConfig.SPILL, "0"), "pipe", "decode");
-            try (TensorTransport producer = TensorTransports.create(a, false);
-                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
-                 TensorTransport consumer = TensorTransports.create(b, false);
-                 TensorChannel inbox = TensorChannels.mailbox(b);
-                 Arena arena = Arena.ofShared()) {
-                assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)));
-                Tensor[] tensors = new Tensor[count];
-                for (int i = 0; i < count; i++) {
-                    tensors[i] = pattern(arena, size, i);
-                }
-                AtomicInteger sent = new AtomicInteger();
-                AtomicInteger acked = new AtomicInteger();
-                Thread sender = Thread.ofPlatform().start(() -> {
-                    for (int i = 0; i < count; i++) {
-                        outbox.sendDescriptors("decode", producer.send("r" + i, List.of(tensors[i])));
-                        sent.incrementAndGet();
-                        outbox.poll(ackListener(producer, acked), 64);
-                    }
-                });
-                List<String> held = new ArrayList<>(); // received, not ACKed yet: the arena stays full
-                List<UUID> heldUuids = new ArrayList<>();
-                TensorChannel.Listener reader = new TensorChannel.Listener() {
-                    @Override
-                    public void descriptors(String from, List<TensorDescriptor> batch) {
-                        for (TensorDescriptor d : batch) {
-                            try (ReceivedTensor t = consumer.receive(d)) {
-                                assertTrue(matches(t.data(), Integer.parseInt(d.requestId().substring(1))));
-                            }
-                            held.add(from);
-                            heldUuids.add(d.uuid());
-                        }
-                    }
-
-                    @Override
-                    public void acks(String from, List<UUID> uuids) {
-                    }
-                };
-                int stableFor = 0;
-                int last = -1;
-                while (stableFor < 10) { // the sender makes no progress for a second
-                    inbox.poll(reader, 64);
-                    Thread.sleep(100);
-                    stableFor = sent.get() == last ? stableFor + 1 : 0;
-                    last = sent.get();
-                }
-                assertTrue(sender.isAlive() && sent.get() < count, "the sender was not held back: sent " + sent.get());
-                assertTrue(held.size() < count, "received " + held.size());
-                int received = held.size();
-                long deadline = System.nanoTime() + 60_000_000_000L;
-                while (received < count && System.nanoTime() < deadline) { // ACK as they come: the rest flows
-                    inbox.sendAcks("prefill", heldUuids);
-                    heldUuids.clear();
-                    inbox.receive(reader, Duration.ofMillis(50));
-                    received = held.size();
-                }
-                inbox.sendAcks("prefill", heldUuids);
-                sender.join(30_000);
-                assertEquals(count, received);
-                assertEquals(count, sent.get());
-                while (acked.get() < count && System.nanoTime() < deadline) {
-                    outbox.receive(ackListener(producer, acked), Duration.ofMillis(50));
-                }
-                assertEquals(0, producer.statsSummary().inFlight());
-                assertEquals(0, inbox.remoteStats().orElseThrow().aborted());
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             // Node B strict and small: a landing waits for the consumer's ACKs and reads nothing meanwhile.
+             Sides sides = Sides.open(nodes, TransportConfig.SEGMENT_MB, "2", TransportConfig.MAX_SEGMENTS, "1",
+                 TransportConfig.SPILL, "0");
+             Arena arena = Arena.ofShared()) {
+            TensorTransport producer = sides.producer();
+            TensorChannel outbox = sides.outbox();
+            TensorTransport consumer = sides.consumer();
+            TensorChannel inbox = sides.inbox();
+            Tensor[] tensors = new Tensor[count];
+            for (int i = 0; i < count; i++) {
+                tensors[i] = pattern(arena, size, i);
             }
+            AtomicInteger sent = new AtomicInteger();
+            AtomicInteger acked = new AtomicInteger();
+            Thread sender = Thread.ofPlatform().start(() -> {
+                for (int i = 0; i < count; i++) {
+                    outbox.sendDescriptors("decode", producer.send("r" + i, List.of(tensors[i])));
+                    sent.incrementAndGet();
+                    outbox.poll(ackListener(producer, acked), 64);
+                }
+            });
+            List<String> held = new ArrayList<>(); // received, not ACKed yet: the arena stays full
+            List<UUID> heldUuids = new ArrayList<>();
+            TensorChannel.Listener reader = new TensorChannel.Listener() {
+                @Override
+                public void descriptors(String from, List<TensorDescriptor> batch) {
+                    for (TensorDescriptor d : batch) {
+                        try (ReceivedTensor t = consumer.receive(d)) {
+                            assertTrue(matches(t.data(), Integer.parseInt(d.requestId().substring(1))));
+                        }
+                        held.add(from);
+                        heldUuids.add(d.uuid());
+                    }
+                }
+
+                @Override
+                public void acks(String from, List<UUID> uuids) {
+                }
+            };
+            int stableFor = 0;
+            int last = -1;
+            while (stableFor < 10) { // the sender makes no progress for a second
+                inbox.poll(reader, 64);
+                Thread.sleep(100);
+                stableFor = sent.get() == last ? stableFor + 1 : 0;
+                last = sent.get();
+            }
+            assertTrue(sender.isAlive() && sent.get() < count, "the sender was not held back: sent " + sent.get());
+            assertTrue(held.size() < count, "received " + held.size());
+            int received = held.size();
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (received < count && System.nanoTime() < deadline) { // ACK as they come: the rest flows
+                inbox.sendAcks("prefill", heldUuids);
+                heldUuids.clear();
+                inbox.receive(reader, Duration.ofMillis(50));
+                received = held.size();
+            }
+            inbox.sendAcks("prefill", heldUuids);
+            sender.join(30_000);
+            assertEquals(count, received);
+            assertEquals(count, sent.get());
+            while (acked.get() < count && System.nanoTime() < deadline) {
+                outbox.receive(ackListener(producer, acked), Duration.ofMillis(50));
+            }
+            assertEquals(0, producer.statsSummary().inFlight());
+            assertEquals(0, inbox.remoteStats().orElseThrow().aborted());
         }
     }
 
@@ -261,6 +252,29 @@ class RemoteLinkTest {
             Deployment a = Deployment.of(nodes.config(true, RemoteConfig.LISTEN, ""), "pipe", "prefill");
             ConfigurationException e = assertThrows(ConfigurationException.class, () -> TensorChannels.mailbox(a));
             assertTrue(e.getMessage().contains(RemoteConfig.LISTEN), e.getMessage());
+        }
+    }
+
+    /** A producer on node A and a consumer on node B, each with its transport and mailbox, connected. */
+    private record Sides(TensorTransport producer, TensorChannel outbox, TensorTransport consumer, TensorChannel inbox)
+        implements AutoCloseable {
+        static Sides open(TwoNodes nodes, String... nodeB) throws InterruptedException {
+            Deployment a = Deployment.of(nodes.config(true), "pipe", "prefill");
+            Deployment b = Deployment.of(nodes.config(false, nodeB), "pipe", "decode");
+            TensorTransport producer = TensorTransports.create(a, false);
+            TensorChannel outbox = TensorChannels.mailbox(a, producer);
+            TensorTransport consumer = TensorTransports.create(b, false);
+            Sides sides = new Sides(producer, outbox, consumer, TensorChannels.mailbox(b));
+            assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)), "decode's endpoint never connected");
+            return sides;
+        }
+
+        @Override
+        public void close() {
+            inbox.close();
+            consumer.close();
+            outbox.close();
+            producer.close();
         }
     }
 
