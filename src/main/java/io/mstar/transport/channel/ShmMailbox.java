@@ -110,7 +110,6 @@ public final class ShmMailbox implements TensorChannel {
     private final AtomicInteger inRing = new AtomicInteger();
     private final CloseOnce closer = new CloseOnce();
     private final RemoteLink remote; // null unless this process takes part in the cross-node path
-    private final MemorySegment remoteRecord = MemorySegment.ofArray(new byte[MailboxDescriptor.RING_BYTES / 8]);
 
     private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper, RemoteLink remote) {
         this.deployment = deployment;
@@ -169,6 +168,16 @@ public final class ShmMailbox implements TensorChannel {
                 }
             }
         }
+    }
+
+    // Whether sends to this entity go through the cross-node path.
+    private boolean onAnotherNode(String entity) {
+        return remote != null && remote.isRemote(entity);
+    }
+
+    // Whether ACKs to this entity are for tensors that came over the cross-node path and landed here.
+    private boolean landedFrom(String entity) {
+        return remote != null && remote.landsFrom(entity);
     }
 
     private static RemoteLink startRemote(Deployment deployment) {
@@ -239,7 +248,7 @@ public final class ShmMailbox implements TensorChannel {
     public boolean isAlive(String peer) {
         int at = peer.indexOf('@');
         String name = at < 0 ? peer : peer.substring(0, at);
-        if (remote != null && remote.isRemote(name)) {
+        if (onAnotherNode(name)) {
             return remote.isAlive(peer);
         }
         long incarnation = at < 0 ? 0 : Long.parseUnsignedLong(peer.substring(at + 1), 16);
@@ -261,7 +270,7 @@ public final class ShmMailbox implements TensorChannel {
     /** Waits until {@code peer} runs (its mailbox exists, is held and ready), or the timeout passes. */
     @Override
     public boolean awaitPeer(String peer, Duration timeout) throws InterruptedException {
-        if (remote != null && remote.isRemote(peer)) {
+        if (onAnotherNode(peer)) {
             return remote.awaitPeer(peer, timeout);
         }
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -280,9 +289,10 @@ public final class ShmMailbox implements TensorChannel {
      */
     @Override
     public void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors) {
-        String delivered = remote != null && remote.isRemote(toEntity) ? remote.send(toEntity, descriptors) : sendBatched(toEntity, MailboxMessage.DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
-            (out, d) -> out.message.position(out.message.position()
-                + DescriptorCodec.encode(d, out.segment, out.message.position())));
+        String delivered = onAnotherNode(toEntity) ? remote.send(toEntity, descriptors)
+            : sendBatched(toEntity, MailboxMessage.DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
+                (out, d) -> out.message.position(out.message.position()
+                    + DescriptorCodec.encode(d, out.segment, out.message.position())));
         ConsumerLiveness attached = producer;
         if (attached != null) {
             attached.sentTo(delivered, descriptors.stream().map(TensorDescriptor::uuid).toList());
@@ -292,7 +302,7 @@ public final class ShmMailbox implements TensorChannel {
     /** @throws PeerUnavailableException when {@code toEntity} never started, or died and has not come back */
     @Override
     public void sendAcks(String toEntity, Collection<UUID> uuids) {
-        if (remote != null && remote.landsFrom(toEntity)) {
+        if (landedFrom(toEntity)) {
             remote.ackLanded(uuids);
             return;
         }
@@ -305,7 +315,7 @@ public final class ShmMailbox implements TensorChannel {
         if (DescriptorCodec.recordLength(record, offset, length) != length) {
             throw new DescriptorFormatException("length", "the record declares another length than " + length);
         }
-        if (remote != null && remote.isRemote(toEntity)) {
+        if (onAnotherNode(toEntity)) {
             byte[] bytes = record.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE);
             sendDescriptors(toEntity, List.of(DescriptorCodec.decode(bytes, deployment)));
             return;
@@ -332,7 +342,7 @@ public final class ShmMailbox implements TensorChannel {
 
     @Override
     public void sendAck(String toEntity, long uuidMsb, long uuidLsb) {
-        if (remote != null && remote.landsFrom(toEntity)) {
+        if (landedFrom(toEntity)) {
             remote.ackLanded(uuidMsb, uuidLsb);
             return;
         }
@@ -354,7 +364,7 @@ public final class ShmMailbox implements TensorChannel {
             throw new IllegalArgumentException(count + " ACKs need " + 2L * count + " uuid halves, given "
                 + uuidHalves.length);
         }
-        if (remote != null && remote.landsFrom(toEntity)) {
+        if (landedFrom(toEntity)) {
             for (int k = 0; k < count; k++) {
                 remote.ackLanded(uuidHalves[2 * k], uuidHalves[2 * k + 1]);
             }
@@ -494,33 +504,7 @@ public final class ShmMailbox implements TensorChannel {
         } finally {
             polled.clear();
         }
-        return remote == null ? read : read + pollRemote(objects, records, limit - read);
-    }
-
-    // Tensors and confirmations from other nodes, after the ring's messages.
-    private int pollRemote(Listener objects, RecordListener records, int limit) {
-        int delivered = 0;
-        RemoteLink.Inbound in;
-        while (delivered < limit && (in = remote.poll()) != null) {
-            delivered++;
-            try {
-                if (in.descriptor() == null) {
-                    if (objects != null) {
-                        objects.acks(in.from(), List.of(new UUID(in.ackMsb(), in.ackLsb())));
-                    } else {
-                        records.ack(in.from(), in.ackMsb(), in.ackLsb());
-                    }
-                } else if (objects != null) {
-                    objects.descriptors(in.from(), List.of(in.descriptor()));
-                } else {
-                    records.descriptor(in.from(), remoteRecord, 0, DescriptorCodec.encode(in.descriptor(), remoteRecord, 0));
-                }
-            } catch (RuntimeException e) {
-                badMessages.incrementAndGet();
-                LOG.warn("message from another node refused: entity={}, from={}: {}", entity, in.from(), e.toString());
-            }
-        }
-        return delivered;
+        return remote == null ? read : read + remote.deliver(objects, records, limit - read, badMessages::incrementAndGet);
     }
 
     /** This process's cross-node path, when it takes part in one ({@code MSTAR_REMOTE_*}). */

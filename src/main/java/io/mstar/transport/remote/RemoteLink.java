@@ -4,25 +4,22 @@ import io.aeron.Publication;
 import io.aeron.Subscription;
 import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.MstarTransportException;
 import io.mstar.transport.PeerUnavailableException;
-import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.RemoteStats;
+import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
+import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.CloseOnce;
-import org.agrona.DirectBuffer;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collection;
@@ -35,12 +32,11 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.zip.CRC32C;
 
 /**
  * This process's end of the cross-node path, which the mailbox routes to for entities on other nodes
  * ({@link RemoteConfig}). Sending: each tensor goes once over Aeron UDP to the entity's endpoint, read in
- * place from its slot (START, DATA chunks of up to Aeron's largest message, END with its CRC32C); the
+ * place from its slot (START, DATA chunks, END with its CRC32C: {@link TensorSender}); the
  * receiving node's confirmation comes back as the consumer's ACK, which frees the slot as soon as the
  * remote node holds the bytes. A tensor not confirmed within {@value RemoteConfig#TIMEOUT_S} marks its
  * consumer's node gone for the tensors sent in the same window ({@link #WINDOWS_PER_TIMEOUT} windows per timeout):
@@ -53,15 +49,13 @@ import java.util.zip.CRC32C;
  */
 public final class RemoteLink implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
-    /** Aeron's term length for tensor streams: messages (chunks) up to an eighth of it, 2 MiB. */
-    static final String DATA_TERM = "16m";
     private static final long CHECK_INTERVAL_NS = 100_000_000L;
     private static final long CONFIRM_WAIT_NS = 1_000_000_000L;
     /** Sends are reported in windows of a fraction of the timeout: a timeout frees only its own window's. */
     static final int WINDOWS_PER_TIMEOUT = 4;
 
     /** A tensor or an ACK from another node, for the local mailbox's poll; {@code descriptor} null for an ACK. */
-    public record Inbound(String from, TensorDescriptor descriptor, long ackMsb, long ackLsb) {
+    private record Inbound(String from, TensorDescriptor descriptor, long ackMsb, long ackLsb) {
     }
 
     /**
@@ -79,21 +73,6 @@ public final class RemoteLink implements AutoCloseable {
         }
     }
 
-    /** The publication to one remote entity; one tensor at a time on it (its chunks must not interleave). */
-    private static final class Peer {
-        final String entity;
-        final String endpoint;
-        final Publication publication;
-        final UnsafeBuffer header = new UnsafeBuffer(ByteBuffer.allocateDirect(4096));
-        final UnsafeBuffer payload = new UnsafeBuffer(0, 0);
-
-        Peer(String entity, String endpoint, Publication publication) {
-            this.entity = entity;
-            this.endpoint = endpoint;
-            this.publication = publication;
-        }
-    }
-
     private final RemoteConfig config;
     private final String entity;
     private final byte[] entityUtf8;
@@ -103,11 +82,12 @@ public final class RemoteLink implements AutoCloseable {
     private final Subscription subscription; // null when this process does not listen
     private final TensorLanding landing;
     private final RemoteCounters counters = new RemoteCounters();
-    private final Map<String, Peer> peers = new ConcurrentHashMap<>();
+    private final TensorSender sender;
     private final Map<UUID, Pending> pending = new ConcurrentHashMap<>();
     private final Map<String, Long> goneWindows = new ConcurrentHashMap<>(); // "consumer@window" -> window
     private final Set<String> senders = ConcurrentHashMap.newKeySet(); // entities whose tensors landed here
     private final Queue<Inbound> inbound = new ConcurrentLinkedQueue<>();
+    private final MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]); // poller's
     private final Map<String, Publication> confirmations = new HashMap<>(); // the link's thread only
     private final UnsafeBuffer confirmation = new UnsafeBuffer(new byte[512]);
     private final Thread thread;
@@ -121,6 +101,7 @@ public final class RemoteLink implements AutoCloseable {
         this.timeoutNs = config.timeout().toNanos();
         this.node = node;
         this.arena = arena;
+        this.sender = new TensorSender(config, entity, node.aeron(), arena, closer::isClosed);
         this.landing = new TensorLanding(arena, entity, new TensorLanding.Events() {
             @Override
             public void landed(RemoteProtocol.Start start, TensorDescriptor descriptor) {
@@ -195,11 +176,27 @@ public final class RemoteLink implements AutoCloseable {
      *                                  yet stay in flight, as with a local peer
      */
     public String send(String to, List<TensorDescriptor> descriptors) {
-        Peer peer = peer(to);
+        TensorSender.Peer peer = sender.peer(to);
         synchronized (peer) {
             String key = to + "@" + Long.toHexString(window(System.nanoTime()));
             for (TensorDescriptor d : descriptors) {
-                sendOne(peer, d, key);
+                if (closer.isClosed()) {
+                    throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
+                }
+                Pending entry = new Pending(to, key);
+                pending.put(d.uuid(), entry); // before any byte leaves: the confirmation may come back at once
+                boolean sent = false;
+                try {
+                    sender.send(peer, d);
+                    entry.sentAt = System.nanoTime();
+                    sent = true;
+                } finally {
+                    if (!sent) {
+                        pending.remove(d.uuid(), entry);
+                    }
+                }
+                counters.tensorsSent.incrementAndGet();
+                counters.bytesSent.addAndGet(d.nbytes());
             }
             return key;
         }
@@ -209,96 +206,9 @@ public final class RemoteLink implements AutoCloseable {
         return nanoTime / Math.max(1, timeoutNs / WINDOWS_PER_TIMEOUT) & Long.MAX_VALUE;
     }
 
-    private void sendOne(Peer peer, TensorDescriptor d, String key) {
-        if (closer.isClosed()) {
-            throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
-        }
-        long msb = d.uuid().getMostSignificantBits();
-        long lsb = d.uuid().getLeastSignificantBits();
-        Pending entry = new Pending(peer.entity, key);
-        pending.put(d.uuid(), entry); // before any byte leaves: the confirmation may come back at once
-        boolean sent = false;
-        try (ReceivedTensor view = arena.receive(d); Arena copy = Arena.ofConfined()) {
-            MemorySegment data = view.data();
-            if (!data.isNative()) { // a small spilled tensor read as a heap copy
-                data = copy.allocate(data.byteSize()).copyFrom(data);
-            }
-            int length = RemoteProtocol.writeStart(peer.header, msb, lsb, d.nbytes(), d.dtype(), d.shape(),
-                entity, peer.entity, d.requestId(), config.listen());
-            offer(peer, peer.header, length, null, 0);
-            CRC32C crc = new CRC32C();
-            long chunk = peer.publication.maxMessageLength() - RemoteProtocol.DATA_HEADER;
-            for (long at = 0; at < d.nbytes(); at += chunk) {
-                int n = (int) Math.min(chunk, d.nbytes() - at);
-                crc.update(data.asSlice(at, n).asByteBuffer());
-                RemoteProtocol.writeDataHeader(peer.header, msb, lsb, at);
-                peer.payload.wrap(data.address() + at, n);
-                offer(peer, peer.header, RemoteProtocol.DATA_HEADER, peer.payload, n);
-            }
-            RemoteProtocol.writeEnd(peer.header, msb, lsb, d.nbytes(), (int) crc.getValue());
-            offer(peer, peer.header, RemoteProtocol.END_LENGTH, null, 0);
-            entry.sentAt = System.nanoTime();
-            sent = true;
-        } finally {
-            if (!sent) {
-                pending.remove(d.uuid(), entry);
-            }
-        }
-        counters.tensorsSent.incrementAndGet();
-        counters.bytesSent.addAndGet(d.nbytes());
-    }
-
-    // Offers one message, waiting out back pressure (the receiver's window, its full arena) up to the timeout.
-    private void offer(Peer peer, DirectBuffer header, int headerLength, DirectBuffer payload, int payloadLength) {
-        IdleStrategy idle = null;
-        long start = 0;
-        while (true) {
-            long result = payload == null ? peer.publication.offer(header, 0, headerLength)
-                : peer.publication.offer(header, 0, headerLength, payload, 0, payloadLength);
-            if (result > 0) {
-                return;
-            }
-            if (result == Publication.CLOSED || result == Publication.MAX_POSITION_EXCEEDED) {
-                throw new MstarTransportException("the publication to entity=" + peer.entity + " at " + peer.endpoint
-                    + " is closed (" + (result == Publication.CLOSED ? "closed" : "max position exceeded") + ")");
-            }
-            if (closer.isClosed()) {
-                throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
-            }
-            if (idle == null) {
-                idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
-                start = System.nanoTime();
-            } else if (System.nanoTime() - start > timeoutNs) {
-                throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.endpoint
-                    + " took no data for " + config.timeout().toMillis() / 1e3 + " s ("
-                    + (result == Publication.NOT_CONNECTED ? "no receiver connected: is it running and reachable?"
-                    : "back-pressured: it does not keep up") + ", " + RemoteConfig.TIMEOUT_S + ")");
-            }
-            idle.idle();
-        }
-    }
-
-    private Peer peer(String to) {
-        String endpoint = config.endpointOf(to);
-        if (endpoint == null || !config.isRemote(to)) {
-            throw new IllegalArgumentException("entity=" + to + " is not on another node in " + RemoteConfig.ENTITIES);
-        }
-        return peers.computeIfAbsent(to, e -> new Peer(e, endpoint, node.aeron().addPublication("aeron:udp?endpoint="
-            + endpoint + "|mtu=" + config.mtu() + "|term-length=" + DATA_TERM + "|so-sndbuf=" + AeronNode.SNDBUF,
-            streamOf(e))));
-    }
-
-    /** Waits until a receiver of {@code entity} is connected, or the timeout passes. */
+    /** Waits until a receiver of {@code to} is connected, or the timeout passes. */
     public boolean awaitPeer(String to, Duration timeout) throws InterruptedException {
-        Peer peer = peer(to);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!peer.publication.isConnected()) {
-            if (System.nanoTime() > deadline) {
-                return false;
-            }
-            Thread.sleep(5);
-        }
-        return true;
+        return sender.awaitConnected(to, timeout);
     }
 
     /**
@@ -307,7 +217,7 @@ public final class RemoteLink implements AutoCloseable {
      * of it is connected.
      */
     public boolean isAlive(String key) {
-        return key.indexOf('@') < 0 ? peer(key).publication.isConnected() : !goneWindows.containsKey(key);
+        return key.indexOf('@') < 0 ? sender.peer(key).publication.isConnected() : !goneWindows.containsKey(key);
     }
 
     /** The local consumer's ACKs for tensors that landed here: frees their slots. */
@@ -320,9 +230,34 @@ public final class RemoteLink implements AutoCloseable {
         arena.ack(msb, lsb);
     }
 
-    /** The next tensor or ACK from another node for the local mailbox, or null. */
-    public Inbound poll() {
-        return inbound.poll();
+    /**
+     * Hands up to {@code limit} tensors and ACKs from other nodes to the mailbox's listener (one of the two is
+     * null), on the mailbox's polling thread; returns how many. A listener that throws has that item counted
+     * through {@code failed}, and the rest go on.
+     */
+    public int deliver(TensorChannel.Listener objects, TensorChannel.RecordListener records, int limit, Runnable failed) {
+        int delivered = 0;
+        Inbound in;
+        while (delivered < limit && (in = inbound.poll()) != null) {
+            delivered++;
+            try {
+                if (in.descriptor() == null) {
+                    if (objects != null) {
+                        objects.acks(in.from(), List.of(new UUID(in.ackMsb(), in.ackLsb())));
+                    } else {
+                        records.ack(in.from(), in.ackMsb(), in.ackLsb());
+                    }
+                } else if (objects != null) {
+                    objects.descriptors(in.from(), List.of(in.descriptor()));
+                } else {
+                    records.descriptor(in.from(), record, 0, DescriptorCodec.encode(in.descriptor(), record, 0));
+                }
+            } catch (RuntimeException e) {
+                failed.run();
+                LOG.warn("message from another node refused: entity={}, from={}: {}", entity, in.from(), e.toString());
+            }
+        }
+        return delivered;
     }
 
     public RemoteStats stats() {
