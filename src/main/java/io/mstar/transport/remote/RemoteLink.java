@@ -59,16 +59,14 @@ public final class RemoteLink implements AutoCloseable {
     }
 
     /**
-     * A tensor sent and not yet confirmed, with the key its consumer was reported under. {@code sentAt} stays
-     * MAX_VALUE until its last message is out.
+     * A tensor sent and not yet confirmed, with the key its consumer was reported under
+     * ({@code consumer@window}). {@code sentAt} stays MAX_VALUE until its last message is out.
      */
     private static final class Pending {
-        final String consumer;
         final String key;
         volatile long sentAt = Long.MAX_VALUE;
 
-        Pending(String consumer, String key) {
-            this.consumer = consumer;
+        Pending(String key) {
             this.key = key;
         }
     }
@@ -125,7 +123,7 @@ public final class RemoteLink implements AutoCloseable {
      * {@value RemoteConfig#LISTEN}, its endpoint.
      *
      * @throws ConfigurationException when an entity is placed on another node but this process has no
-     *                                endpoint for the confirmations, or Aeron is missing
+     *                                endpoint for the confirmations, or a standalone driver is not there
      */
     public static RemoteLink start(Deployment deployment) {
         RemoteConfig config = deployment.config().remote();
@@ -183,7 +181,7 @@ public final class RemoteLink implements AutoCloseable {
                 if (closer.isClosed()) {
                     throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
                 }
-                Pending entry = new Pending(to, key);
+                Pending entry = new Pending(key);
                 pending.put(d.uuid(), entry); // before any byte leaves: the confirmation may come back at once
                 boolean sent = false;
                 try {
