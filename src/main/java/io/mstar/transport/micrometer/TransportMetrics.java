@@ -25,6 +25,10 @@ import java.util.function.ToLongFunction;
  * (count and total) with its percentiles as time gauges {@code mstar.transport.send.to.ack.percentile}
  * (tag {@code phi}: 0.5, 0.99, 0.999, 1 for the max), and the same for {@code receive.to.release}.
  * One stats snapshot serves every meter for a second, so a scrape takes one.
+ *
+ * <p>Micrometer holds a meter's state object weakly: the state is the transport (which its owner holds while
+ * it runs), and the functions hold this binder, so {@code new TransportMetrics(t, e).bindTo(registry)}
+ * keeps working after the binder itself is dropped.
  */
 public final class TransportMetrics implements MeterBinder {
     private static final long SNAPSHOT_REUSE_NS = 1_000_000_000L;
@@ -61,18 +65,18 @@ public final class TransportMetrics implements MeterBinder {
     }
 
     private void counter(MeterRegistry registry, Tags tags, String name, String unit, ToLongFunction<TransportStats> value) {
-        FunctionCounter.builder("mstar.transport." + name, this, m -> value.applyAsLong(m.stats()))
+        FunctionCounter.builder("mstar.transport." + name, transport, t -> value.applyAsLong(stats()))
             .tags(tags).baseUnit(unit).register(registry);
     }
 
     private void gauge(MeterRegistry registry, Tags tags, String name, String unit, ToDoubleFunction<TransportStats> value) {
-        Gauge.builder("mstar.transport." + name, this, m -> value.applyAsDouble(m.stats()))
+        Gauge.builder("mstar.transport." + name, transport, t -> value.applyAsDouble(stats()))
             .tags(tags).baseUnit(unit).register(registry);
     }
 
     private void latency(MeterRegistry registry, Tags tags, String name, Function<TransportStats, LatencyStats> of) {
-        FunctionTimer.builder("mstar.transport." + name, this, m -> of.apply(m.stats()).count(),
-            m -> of.apply(m.stats()).totalNs(), TimeUnit.NANOSECONDS).tags(tags).register(registry);
+        FunctionTimer.builder("mstar.transport." + name, transport, t -> of.apply(stats()).count(),
+            t -> of.apply(stats()).totalNs(), TimeUnit.NANOSECONDS).tags(tags).register(registry);
         percentile(registry, tags, name, "0.5", s -> of.apply(s).p50Ns());
         percentile(registry, tags, name, "0.99", s -> of.apply(s).p99Ns());
         percentile(registry, tags, name, "0.999", s -> of.apply(s).p999Ns());
@@ -80,8 +84,8 @@ public final class TransportMetrics implements MeterBinder {
     }
 
     private void percentile(MeterRegistry registry, Tags tags, String name, String phi, ToLongFunction<TransportStats> ns) {
-        TimeGauge.builder("mstar.transport." + name + ".percentile", this, TimeUnit.NANOSECONDS,
-            m -> ns.applyAsLong(m.stats())).tags(tags.and("phi", phi)).register(registry);
+        TimeGauge.builder("mstar.transport." + name + ".percentile", transport, TimeUnit.NANOSECONDS,
+            t -> ns.applyAsLong(stats())).tags(tags.and("phi", phi)).register(registry);
     }
 
     private TransportStats stats() {
