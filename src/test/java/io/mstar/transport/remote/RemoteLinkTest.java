@@ -1,5 +1,7 @@
 package io.mstar.transport.remote;
 
+import io.aeron.driver.MediaDriver;
+import io.aeron.driver.ThreadingMode;
 import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
@@ -15,12 +17,15 @@ import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.testing.ShmTestDir;
 import io.mstar.transport.testing.TwoNodes;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -244,6 +249,49 @@ class RemoteLinkTest {
                 acked.addAndGet(uuids.size());
             }
         };
+    }
+
+    @Test
+    void aStandaloneMediaDriverServesInsteadOfEmbeddedOnes() throws Exception {
+        Path driverDir = Files.createTempDirectory(ShmTestDir.SHM, "mstar-test-driver-");
+        try (MediaDriver driver = MediaDriver.launch(new MediaDriver.Context().aeronDirectoryName(driverDir.toString())
+                .dirDeleteOnStart(true).dirDeleteOnShutdown(true).threadingMode(ThreadingMode.SHARED));
+             TwoNodes nodes = new TwoNodes("prefill", "decode");
+             Arena arena = Arena.ofConfined()) {
+            Deployment a = Deployment.of(nodes.config(true, RemoteConfig.AERON_DIR, driverDir.toString()), "pipe", "prefill");
+            Deployment b = Deployment.of(nodes.config(false, RemoteConfig.AERON_DIR, driverDir.toString()), "pipe", "decode");
+            try (TensorTransport producer = TensorTransports.create(a, false);
+                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
+                 TensorTransport consumer = TensorTransports.create(b, false);
+                 TensorChannel inbox = TensorChannels.mailbox(b)) {
+                assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)));
+                assertTrue(ShmTestDir.list(nodes.dirA).stream().noneMatch(n -> n.contains("_aeron_")),
+                    "no embedded driver: " + ShmTestDir.list(nodes.dirA));
+                outbox.sendDescriptors("decode", producer.send("r0", List.of(pattern(arena, 3 << 20, 0))));
+                List<UUID> got = new ArrayList<>();
+                pump(inbox, new TensorChannel.Listener() {
+                    @Override
+                    public void descriptors(String from, List<TensorDescriptor> batch) {
+                        for (TensorDescriptor d : batch) {
+                            try (ReceivedTensor t = consumer.receive(d)) {
+                                assertTrue(matches(t.data(), 0));
+                            }
+                            got.add(d.uuid());
+                        }
+                        inbox.sendAcks(from, batch.stream().map(TensorDescriptor::uuid).toList());
+                    }
+
+                    @Override
+                    public void acks(String from, List<UUID> uuids) {
+                    }
+                }, () -> !got.isEmpty());
+                AtomicInteger acked = new AtomicInteger();
+                pump(outbox, ackListener(producer, acked), () -> acked.get() == 1);
+                assertEquals(0, producer.statsSummary().inFlight());
+            }
+        } finally {
+            ShmTestDir.deleteTree(driverDir);
+        }
     }
 
     @Test
