@@ -48,12 +48,12 @@ class TransportMetricsTest {
     void theMetersKeepCountingAfterTheBinderIsDroppedAndCollected() throws InterruptedException {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         try (TensorTransport transport = TensorTransports.create(shm.deployment("m", "worker"), false)) {
+            transport.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[100]), 100)));
             new TransportMetrics(transport, "worker").bindTo(registry); // as a user binds it: nobody keeps the binder
             for (int i = 0; i < 3; i++) {
                 System.gc(); // Micrometer holds a meter's state object weakly
                 Thread.sleep(20);
             }
-            transport.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[100]), 100)));
             assertEquals(1, registry.get("mstar.transport.tensors.sent").functionCounter().count());
             assertEquals(1, registry.get("mstar.transport.in.flight").gauge().value());
             assertEquals(0, registry.get("mstar.transport.send.to.ack").functionTimer().count());
