@@ -143,6 +143,54 @@ class RemoteLinkTest {
     }
 
     @Test
+    void aFanOutTensorIsFreedOnceTheLocalConsumerAckedAndTheRemoteOneLandedIt() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             Sides sides = Sides.open(nodes);
+             TensorChannel local = TensorChannels.mailbox(ShmTestDir.deployment(nodes.dirA, "pipe", "local"));
+             Arena arena = Arena.ofConfined()) {
+            TensorTransport producer = sides.producer();
+            TensorChannel outbox = sides.outbox();
+            List<String> readers = List.of("local", "decode");
+            List<TensorDescriptor> sent = producer.send("r", List.of(pattern(arena, 200_000, 3)), readers);
+            outbox.sendDescriptors(readers, sent);
+            AtomicInteger acked = new AtomicInteger();
+            pump(outbox, ackListener(producer, acked), () -> acked.get() == 1); // decode's node holds it
+            assertEquals(1, producer.statsSummary().inFlight(), "the local consumer has not ACKed yet");
+            assertEquals(1, producer.statsSummary().partiallyAcked());
+            List<TensorDescriptor> got = new ArrayList<>();
+            pump(local, new TensorChannel.Listener() {
+                @Override
+                public void descriptors(String from, List<TensorDescriptor> batch) {
+                    got.addAll(batch);
+                    local.sendAcks(from, batch.stream().map(TensorDescriptor::uuid).toList());
+                }
+
+                @Override
+                public void acks(String from, List<UUID> uuids) {
+                }
+            }, () -> !got.isEmpty());
+            pump(outbox, ackListener(producer, acked), () -> acked.get() == 2);
+            assertEquals(0, producer.statsSummary().inFlight());
+            assertEquals(0, producer.statsSummary().ignoredAcks());
+            int[] landed = {0};
+            pump(sides.inbox(), new TensorChannel.Listener() {
+                @Override
+                public void descriptors(String from, List<TensorDescriptor> batch) {
+                    try (ReceivedTensor t = sides.consumer().receive(batch.getFirst())) {
+                        assertTrue(matches(t.data(), 3));
+                    }
+                    sides.inbox().sendAcks(from, List.of(batch.getFirst().uuid()));
+                    landed[0]++;
+                }
+
+                @Override
+                public void acks(String from, List<UUID> uuids) {
+                }
+            }, () -> landed[0] == 1);
+        }
+    }
+
+    @Test
     void aSendToAnEntityNobodyServesFailsAfterTheTimeoutAndTheTensorStaysTheCallers() throws Exception {
         try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
             Deployment a = Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S, "1"), "pipe", "prefill");
