@@ -76,7 +76,8 @@ final class DoctorCommand {
             long size = 0;
             long inode = -1;
             try {
-                size = Files.isDirectory(path, LinkOption.NOFOLLOW_LINKS) ? 0 : Files.size(path);
+                size = parsed != null && parsed.kind() == ShmNames.Kind.AERON ? Reclaimer.treeBytes(path)
+                    : Files.isDirectory(path, LinkOption.NOFOLLOW_LINKS) ? 0 : Files.size(path);
                 inode = ((Number) Files.getAttribute(path, "unix:ino", LinkOption.NOFOLLOW_LINKS)).longValue();
             } catch (IOException | RuntimeException ignored) {
                 // vanished meanwhile

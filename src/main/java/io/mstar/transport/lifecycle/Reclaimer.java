@@ -10,6 +10,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
@@ -155,6 +156,21 @@ public final class Reclaimer {
             return deleteTree(directory);
         } finally {
             Posix.close(fd, path);
+        }
+    }
+
+    /** The bytes of the files under {@code root} (an Aeron driver's directory), links not followed. */
+    public static long treeBytes(Path root) {
+        try (Stream<Path> files = Files.walk(root)) {
+            return files.filter(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)).mapToLong(p -> {
+                try {
+                    return Files.size(p);
+                } catch (IOException e) {
+                    return 0; // removed meanwhile
+                }
+            }).sum();
+        } catch (IOException | UncheckedIOException e) {
+            return 0;
         }
     }
 

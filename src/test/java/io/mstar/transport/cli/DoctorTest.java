@@ -151,4 +151,21 @@ class DoctorTest {
         assertEquals(2, run("no-such-command").code);
         assertEquals(2, run().code);
     }
+
+    /** A crashed process's embedded Aeron driver directory: doctor counts the bytes in it, reclaim removes all of it. */
+    @Test
+    void aDeadAeronDirectoryIsCountedWholeAndReclaimedWhole() throws Exception {
+        String ns = Namespace.of(null, "doctor").id();
+        Path driver = Files.createDirectories(shm.path().resolve("mstar_" + ns + "_aeron_decode_0badf00d").resolve("driver"));
+        Files.write(driver.resolve("cnc.dat"), new byte[4096]);
+        Files.write(Files.createDirectories(driver.resolve("images")).resolve("1-2.logbuffer"), new byte[65536]);
+
+        Run doctor = run("doctor", "--dir", shm.path().toString());
+        assertEquals(1, doctor.code, doctor.out);
+        assertTrue(doctor.out.matches("(?s).*aeron\\s+69632 .*mstar_" + ns + "_aeron_decode_0badf00d\\s+DEAD.*"), doctor.out);
+        Run reclaim = run("reclaim", "--dir", shm.path().toString(), "--yes");
+        assertEquals(0, reclaim.code, reclaim.out);
+        assertTrue(reclaim.out.contains("69632 bytes"), reclaim.out);
+        assertEquals(List.of(), ShmTestDir.list(shm.path()));
+    }
 }
