@@ -16,14 +16,15 @@ package io.mstar.transport;
  * @param aborted          tensors that arrived torn (cut off, out of order, wrong length or checksum): freed,
  *                         never delivered
  * @param misrouted        tensors that arrived for another entity than this process's: dropped
+ * @param refused          tensors and ACKs from other nodes that the mailbox's listener threw on (logged)
  */
 public record RemoteStats(long tensorsSent, long bytesSent, long landed, long timedOut, long lateConfirmations,
-                          long tensorsReceived, long bytesReceived, long aborted, long misrouted) {
+                          long tensorsReceived, long bytesReceived, long aborted, long misrouted, long refused) {
     /** One {@code key=value} line for logs. */
     public String toLogLine() {
         return "remoteTensorsSent=" + tensorsSent + " remoteBytesSent=" + bytesSent + " remoteLanded=" + landed
             + " remoteTimedOut=" + timedOut + " remoteLateConfirmations=" + lateConfirmations
             + " remoteTensorsReceived=" + tensorsReceived + " remoteBytesReceived=" + bytesReceived
-            + " remoteAborted=" + aborted + " remoteMisrouted=" + misrouted;
+            + " remoteAborted=" + aborted + " remoteMisrouted=" + misrouted + " remoteRefused=" + refused;
     }
 }

@@ -8,8 +8,6 @@ import io.mstar.transport.EntityInUseException;
 import io.mstar.transport.MstarTransportException;
 import io.mstar.transport.NativeCallException;
 import io.mstar.transport.PeerUnavailableException;
-import io.mstar.transport.RemoteConfig;
-import io.mstar.transport.RemoteStats;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
@@ -22,7 +20,6 @@ import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.Sweeper;
 import io.mstar.transport.posix.Posix;
-import io.mstar.transport.remote.RemoteLink;
 import io.mstar.transport.shm.MappedSegment;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
@@ -41,7 +38,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -66,11 +62,6 @@ import java.util.function.ToIntFunction;
  * Messages are laid out as {@link MailboxMessage} says. The ring buffer publishes a record by writing its
  * positive length last (Agrona's rule). A sender that dies between claiming and committing a record would
  * block the ring: {@link DeadWriters} skips such a record once its writer is known dead.
- *
- * <p>Entities that {@code MSTAR_REMOTE_ENTITIES} places on other nodes are reached through this process's
- * {@link RemoteLink} instead of a ring: sends to them go over Aeron UDP, tensors and confirmations from other
- * nodes come out of {@link #poll} like the ring's messages, and ACKs to a remote producer free the slots
- * its tensors landed in here.
  *
  * <p>Needs the JVM flag {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} on JDK 25 (Agrona
  * 2.6's buffers use that package); {@link #open} checks for it first and names the flag.
@@ -109,9 +100,8 @@ public final class ShmMailbox implements TensorChannel {
     // (a shutdown hook closes while application threads still poll and send).
     private final AtomicInteger inRing = new AtomicInteger();
     private final CloseOnce closer = new CloseOnce();
-    private final RemoteLink remote; // null unless this process takes part in the cross-node path
 
-    private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper, RemoteLink remote) {
+    private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper) {
         this.deployment = deployment;
         this.dir = deployment.directory();
         this.namespace = Namespace.of(deployment);
@@ -119,7 +109,6 @@ public final class ShmMailbox implements TensorChannel {
         this.entityAscii = entity.getBytes(StandardCharsets.US_ASCII);
         this.file = file;
         this.sweeper = sweeper;
-        this.remote = remote;
         this.peers = new PeerMailboxes(dir, namespace, entity);
         this.inbox = PeerMailbox.ring(file);
         this.deadWriters = new DeadWriters(inbox, file, entity);
@@ -143,13 +132,11 @@ public final class ShmMailbox implements TensorChannel {
         Path dir = deployment.directory();
         Sweeper sweeper = Sweeper.join(dir, deployment.config().reclaimInterval());
         MappedSegment file = null;
-        RemoteLink remote = null;
         ShmMailbox mailbox = null;
         boolean ok = false;
         try {
             file = createMailboxFile(dir, ShmNames.mailbox(Namespace.of(deployment), deployment.entity()));
-            remote = deployment.config().remote().enabled() ? startRemote(deployment) : null;
-            mailbox = new ShmMailbox(deployment, file, sweeper, remote);
+            mailbox = new ShmMailbox(deployment, file, sweeper);
             ShutdownCleanup.register(mailbox); // refused once the JVM stops: then the file goes at once
             ok = true;
             return mailbox;
@@ -158,35 +145,12 @@ public final class ShmMailbox implements TensorChannel {
                 if (mailbox != null) {
                     mailbox.close(); // its file, its descriptors and its place in the sweep
                 } else {
-                    if (remote != null) {
-                        remote.close();
-                    }
                     if (file != null) {
                         file.close();
                     }
                     sweeper.leave();
                 }
             }
-        }
-    }
-
-    // Whether sends to this entity go through the cross-node path.
-    private boolean onAnotherNode(String entity) {
-        return remote != null && remote.isRemote(entity);
-    }
-
-    // Whether ACKs to this entity are for tensors that came over the cross-node path and landed here.
-    private boolean landedFrom(String entity) {
-        return remote != null && remote.landsFrom(entity);
-    }
-
-    private static RemoteLink startRemote(Deployment deployment) {
-        try {
-            return RemoteLink.start(deployment);
-        } catch (NoClassDefFoundError e) {
-            throw new ConfigurationException("the cross-node path (" + RemoteConfig.ENTITIES + ", " + RemoteConfig.LISTEN
-                + ") needs io.aeron:aeron-client and io.aeron:aeron-driver 1.49.0 next to this library (never"
-                + " aeron-all, whose older Agrona clashes with this library's); missing: " + e.getMessage());
         }
     }
 
@@ -248,9 +212,6 @@ public final class ShmMailbox implements TensorChannel {
     public boolean isAlive(String peer) {
         int at = peer.indexOf('@');
         String name = at < 0 ? peer : peer.substring(0, at);
-        if (onAnotherNode(name)) {
-            return remote.isAlive(peer);
-        }
         long incarnation = at < 0 ? 0 : Long.parseUnsignedLong(peer.substring(at + 1), 16);
         if (!tryEnter()) {
             return true; // closing: decide nothing for the transport
@@ -270,9 +231,6 @@ public final class ShmMailbox implements TensorChannel {
     /** Waits until {@code peer} runs (its mailbox exists, is held and ready), or the timeout passes. */
     @Override
     public boolean awaitPeer(String peer, Duration timeout) throws InterruptedException {
-        if (onAnotherNode(peer)) {
-            return remote.awaitPeer(peer, timeout);
-        }
         long deadline = System.nanoTime() + timeout.toNanos();
         while (peers.liveIncarnation(ShmNames.checkEntity(peer)) == 0) {
             if (System.nanoTime() > deadline) {
@@ -289,10 +247,9 @@ public final class ShmMailbox implements TensorChannel {
      */
     @Override
     public void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors) {
-        String delivered = onAnotherNode(toEntity) ? remote.send(toEntity, descriptors)
-            : sendBatched(toEntity, MailboxMessage.DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
-                (out, d) -> out.message.position(out.message.position()
-                    + DescriptorCodec.encode(d, out.segment, out.message.position())));
+        String delivered = sendBatched(toEntity, MailboxMessage.DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
+            (out, d) -> out.message.position(out.message.position()
+                + DescriptorCodec.encode(d, out.segment, out.message.position())));
         ConsumerLiveness attached = producer;
         if (attached != null) {
             attached.sentTo(delivered, descriptors.stream().map(TensorDescriptor::uuid).toList());
@@ -302,10 +259,6 @@ public final class ShmMailbox implements TensorChannel {
     /** @throws PeerUnavailableException when {@code toEntity} never started, or died and has not come back */
     @Override
     public void sendAcks(String toEntity, Collection<UUID> uuids) {
-        if (landedFrom(toEntity)) {
-            remote.ackLanded(uuids);
-            return;
-        }
         sendBatched(toEntity, MailboxMessage.ACKS, uuids, uuid -> MailboxMessage.UUID_LENGTH,
             (out, uuid) -> out.message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()));
     }
@@ -314,11 +267,6 @@ public final class ShmMailbox implements TensorChannel {
     public void sendDescriptorRecord(String toEntity, MemorySegment record, long offset, int length) {
         if (DescriptorCodec.recordLength(record, offset, length) != length) {
             throw new DescriptorFormatException("length", "the record declares another length than " + length);
-        }
-        if (onAnotherNode(toEntity)) {
-            byte[] bytes = record.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE);
-            sendDescriptors(toEntity, List.of(DescriptorCodec.decode(bytes, deployment)));
-            return;
         }
         String delivered;
         enter();
@@ -342,10 +290,6 @@ public final class ShmMailbox implements TensorChannel {
 
     @Override
     public void sendAck(String toEntity, long uuidMsb, long uuidLsb) {
-        if (landedFrom(toEntity)) {
-            remote.ackLanded(uuidMsb, uuidLsb);
-            return;
-        }
         enter();
         try {
             PeerMailbox peer = peers.get(toEntity);
@@ -363,12 +307,6 @@ public final class ShmMailbox implements TensorChannel {
         if (count < 0 || 2L * count > uuidHalves.length) {
             throw new IllegalArgumentException(count + " ACKs need " + 2L * count + " uuid halves, given "
                 + uuidHalves.length);
-        }
-        if (landedFrom(toEntity)) {
-            for (int k = 0; k < count; k++) {
-                remote.ackLanded(uuidHalves[2 * k], uuidHalves[2 * k + 1]);
-            }
-            return;
         }
         enter();
         try {
@@ -504,13 +442,7 @@ public final class ShmMailbox implements TensorChannel {
         } finally {
             polled.clear();
         }
-        return remote == null ? read : read + remote.deliver(objects, records, limit - read, badMessages::incrementAndGet);
-    }
-
-    /** This process's cross-node path, when it takes part in one ({@code MSTAR_REMOTE_*}). */
-    @Override
-    public Optional<RemoteStats> remoteStats() {
-        return Optional.ofNullable(remote).map(RemoteLink::stats);
+        return read;
     }
 
     @Override
@@ -577,9 +509,6 @@ public final class ShmMailbox implements TensorChannel {
     }
 
     private void release() {
-        if (remote != null) {
-            remote.close();
-        }
         peers.stopMapping();
         ShutdownCleanup.unregister(this);
         while (inRing.get() > 0) { // each holder leaves within one ring operation or one write attempt

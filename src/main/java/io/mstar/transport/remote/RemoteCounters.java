@@ -15,9 +15,11 @@ final class RemoteCounters {
     final AtomicLong bytesReceived = new AtomicLong();
     final AtomicLong aborted = new AtomicLong();
     final AtomicLong misrouted = new AtomicLong();
+    final AtomicLong refused = new AtomicLong();
 
     RemoteStats snapshot() {
         return new RemoteStats(tensorsSent.get(), bytesSent.get(), landed.get(), timedOut.get(),
-            lateConfirmations.get(), tensorsReceived.get(), bytesReceived.get(), aborted.get(), misrouted.get());
+            lateConfirmations.get(), tensorsReceived.get(), bytesReceived.get(), aborted.get(), misrouted.get(),
+            refused.get());
     }
 }

@@ -230,10 +230,10 @@ public final class RemoteLink implements AutoCloseable {
 
     /**
      * Hands up to {@code limit} tensors and ACKs from other nodes to the mailbox's listener (one of the two is
-     * null), on the mailbox's polling thread; returns how many. A listener that throws has that item counted
-     * through {@code failed}, and the rest go on.
+     * null), on the mailbox's polling thread; returns how many. A listener that throws has that item logged and
+     * counted ({@code RemoteStats.refused}), and the rest go on.
      */
-    public int deliver(TensorChannel.Listener objects, TensorChannel.RecordListener records, int limit, Runnable failed) {
+    public int deliver(TensorChannel.Listener objects, TensorChannel.RecordListener records, int limit) {
         int delivered = 0;
         Inbound in;
         while (delivered < limit && (in = inbound.poll()) != null) {
@@ -251,7 +251,7 @@ public final class RemoteLink implements AutoCloseable {
                     records.descriptor(in.from(), record, 0, DescriptorCodec.encode(in.descriptor(), record, 0));
                 }
             } catch (RuntimeException e) {
-                failed.run();
+                counters.refused.incrementAndGet();
                 LOG.warn("message from another node refused: entity={}, from={}: {}", entity, in.from(), e.toString());
             }
         }
