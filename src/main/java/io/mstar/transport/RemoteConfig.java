@@ -6,7 +6,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.function.Function;
 
 /**
  * The knobs of the cross-node path (Aeron UDP between the arenas of two nodes), part of
@@ -43,65 +42,27 @@ public record RemoteConfig(String listen, Map<String, String> entities, Duration
         entities = Map.copyOf(entities);
     }
 
-    /** The cross-node path switched off. */
-    public static RemoteConfig none() {
-        return new RemoteConfig(null, Map.of(), TIMEOUT_DEFAULT, null, MTU_DEFAULT);
-    }
-
-    /** Reads the knobs through {@code lookup} (name to trimmed value, null when unset). */
-    static RemoteConfig from(Function<String, String> lookup) {
-        String listen = lookup.apply(LISTEN);
-        if (listen != null) {
-            checkEndpoint(LISTEN, listen, listen);
-        }
+    /**
+     * Parses {@value #ENTITIES}' value: {@code entity=host:port} pairs separated by commas.
+     *
+     * @throws ConfigurationException naming the entry that does not parse, or an entity named twice
+     */
+    static Map<String, String> parseEntities(String map) {
         Map<String, String> entities = new LinkedHashMap<>();
-        String map = lookup.apply(ENTITIES);
-        if (map != null) {
-            for (String entry : map.split(",")) {
-                String item = entry.trim();
-                int eq = item.indexOf('=');
-                String accepted = "entity=host:port pairs separated by commas, e.g. decode-0=10.0.0.2:40123";
-                if (eq <= 0 || !ShmNames.isEntity(item.substring(0, eq).trim())) {
-                    throw invalid(ENTITIES, map, accepted + " (bad entry: '" + item + "')");
-                }
-                String endpoint = item.substring(eq + 1).trim();
-                checkEndpoint(ENTITIES, map, endpoint);
-                if (entities.put(item.substring(0, eq).trim(), endpoint) != null) {
-                    throw invalid(ENTITIES, map, accepted + ", each entity once");
-                }
+        String accepted = "entity=host:port pairs separated by commas, e.g. decode-0=10.0.0.2:40123";
+        for (String entry : map.split(",")) {
+            String item = entry.trim();
+            int eq = item.indexOf('=');
+            if (eq <= 0 || !ShmNames.isEntity(item.substring(0, eq).trim())) {
+                throw invalid(ENTITIES, map, accepted + " (bad entry: '" + item + "')");
+            }
+            String endpoint = item.substring(eq + 1).trim();
+            checkEndpoint(ENTITIES, map, endpoint);
+            if (entities.put(item.substring(0, eq).trim(), endpoint) != null) {
+                throw invalid(ENTITIES, map, accepted + ", each entity once");
             }
         }
-        Duration timeout = TIMEOUT_DEFAULT;
-        String seconds = lookup.apply(TIMEOUT_S);
-        if (seconds != null) {
-            double parsed;
-            try {
-                parsed = Double.parseDouble(seconds);
-            } catch (NumberFormatException e) {
-                parsed = -1;
-            }
-            if (!(parsed > 0 && parsed <= 3600)) {
-                throw invalid(TIMEOUT_S, seconds, "seconds, a number above 0 up to 3600");
-            }
-            timeout = Duration.ofNanos(Math.round(parsed * 1e9));
-        }
-        String dir = lookup.apply(AERON_DIR);
-        if (dir != null && !Path.of(dir).isAbsolute()) {
-            throw invalid(AERON_DIR, dir, "the absolute directory of a running Aeron media driver");
-        }
-        int mtu = MTU_DEFAULT;
-        String mtuText = lookup.apply(MTU);
-        if (mtuText != null) {
-            try {
-                mtu = Integer.parseInt(mtuText);
-            } catch (NumberFormatException e) {
-                mtu = -1;
-            }
-            if (mtu < MTU_MIN || mtu > MTU_MAX || mtu % 32 != 0) {
-                throw invalid(MTU, mtuText, "bytes, a multiple of 32 from " + MTU_MIN + " to " + MTU_MAX);
-            }
-        }
-        return new RemoteConfig(listen, entities, timeout, dir == null ? null : Path.of(dir).normalize(), mtu);
+        return entities;
     }
 
     /** Whether this process takes part in the cross-node path (it listens, or some entity is elsewhere). */
@@ -130,7 +91,8 @@ public record RemoteConfig(String listen, Map<String, String> entities, Duration
         return values;
     }
 
-    private static void checkEndpoint(String name, String value, String endpoint) {
+    /** Checks a {@code host:port} found in variable {@code name}'s {@code value}. */
+    static void checkEndpoint(String name, String value, String endpoint) {
         int colon = endpoint.lastIndexOf(':');
         int port = -1;
         if (colon > 0) {

@@ -144,7 +144,7 @@ public record TransportConfig(
             r.directory(SHM_DIR, SHM_DIR_DEFAULT),
             r.text(DEPLOYMENT_TOKEN),
             r.text(CUDART),
-            RemoteConfig.from(r::text));
+            r.remote());
     }
 
     /** Bytes of one segment. */
@@ -279,6 +279,22 @@ public record TransportConfig(
 
         String text(String name) {
             return raw(name);
+        }
+
+        RemoteConfig remote() {
+            String listen = raw(RemoteConfig.LISTEN);
+            if (listen != null) {
+                RemoteConfig.checkEndpoint(RemoteConfig.LISTEN, listen, listen);
+            }
+            String entities = raw(RemoteConfig.ENTITIES);
+            long mtu = integer(RemoteConfig.MTU, RemoteConfig.MTU_DEFAULT, RemoteConfig.MTU_MIN, RemoteConfig.MTU_MAX);
+            if (mtu % 32 != 0) {
+                throw invalid(RemoteConfig.MTU, raw(RemoteConfig.MTU), "bytes, a multiple of 32 from "
+                    + RemoteConfig.MTU_MIN + " to " + RemoteConfig.MTU_MAX);
+            }
+            return new RemoteConfig(listen, entities == null ? Map.of() : RemoteConfig.parseEntities(entities),
+                seconds(RemoteConfig.TIMEOUT_S, RemoteConfig.TIMEOUT_DEFAULT, false),
+                directory(RemoteConfig.AERON_DIR, null), (int) mtu);
         }
     }
 }

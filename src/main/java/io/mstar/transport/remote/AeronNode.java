@@ -27,6 +27,9 @@ import java.nio.file.Path;
 final class AeronNode implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AeronNode.class);
 
+    // Datagrams the socket cannot hold are lost and sent again after a NAK: milliseconds each. The link's
+    // channels ask for buffers as large as the kernel allows up to 4 MiB, and a window of half the receive
+    // buffer; on the channels, so that a standalone driver applies them too.
     static final int RCVBUF = socketBuffer("rmem_max");
     static final int SNDBUF = socketBuffer("wmem_max");
 
@@ -60,11 +63,6 @@ final class AeronNode implements AutoCloseable {
                 .dirDeleteOnStart(true)
                 .dirDeleteOnShutdown(true)
                 .threadingMode(ThreadingMode.SHARED) // one thread: inference nodes keep their cores
-                // Datagrams the socket cannot hold are lost and sent again after a NAK: milliseconds each. The
-                // buffers are as large as the kernel allows up to 4 MiB, and the window half the receive buffer.
-                .socketRcvbufLength(RCVBUF)
-                .socketSndbufLength(SNDBUF)
-                .initialWindowLength(RCVBUF / 2)
                 .sharedIdleStrategy(new BackoffIdleStrategy(16, 8, 1_000, 100_000))
                 .errorHandler(e -> LOG.warn("Aeron media driver: {}", e.toString())));
             return new AeronNode(dir, driver, Aeron.connect(clientContext(driverDir)));
