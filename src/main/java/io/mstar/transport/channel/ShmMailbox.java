@@ -87,6 +87,9 @@ public final class ShmMailbox implements TensorChannel {
     private final Sweeper sweeper;
     private volatile ConsumerLiveness producer; // told which consumer each descriptor batch went to
     private final ManyToOneRingBuffer inbox;
+    private final RingReader inboxReader; // reads the ring believing none of its lengths
+    private final AtomicLong garbageRecords = new AtomicLong();
+    private long warnedAtNs; // polling thread only
     private final PeerMailboxes peers;
     private final AtomicLong badMessages = new AtomicLong();
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
@@ -111,6 +114,7 @@ public final class ShmMailbox implements TensorChannel {
         this.sweeper = sweeper;
         this.peers = new PeerMailboxes(dir, namespace, entity);
         this.inbox = PeerMailbox.ring(file);
+        this.inboxReader = new RingReader(inbox);
         this.deadWriters = new DeadWriters(inbox, file, entity);
         long incarnation;
         do {
@@ -416,7 +420,11 @@ public final class ShmMailbox implements TensorChannel {
         int read;
         enter();
         try {
-            read = inbox.read(polled, limit);
+            long skippedBefore = inboxReader.skippedRecords();
+            read = inboxReader.read(polled, limit);
+            if (inboxReader.skippedRecords() != skippedBefore) {
+                skippedGarbage(inboxReader.skippedRecords() - skippedBefore);
+            }
             if (read == 0) {
                 deadWriters.nothingRead();
             } else {
@@ -435,14 +443,35 @@ public final class ShmMailbox implements TensorChannel {
                     }
                 } catch (RuntimeException e) {
                     badMessages.incrementAndGet();
-                    LOG.warn("mailbox message refused: entity={}, type={}, length={}: {}", entity, polled.type(i),
-                        polled.length(i), e.toString());
+                    (warnNow() ? LOG.atWarn() : LOG.atDebug()).log("mailbox message refused: entity={}, type={},"
+                        + " length={}, refused so far={}: {}", entity, polled.type(i), polled.length(i), badMessages.get(),
+                        e.toString());
                 }
             }
         } finally {
             polled.clear();
         }
         return read;
+    }
+
+    // Whether a refusal is said at WARN: the first one, then one every ten seconds (a hostile writer must not
+    // flood the log); the others go to DEBUG.
+    private boolean warnNow() {
+        long now = System.nanoTime();
+        if (warnedAtNs != 0 && now - warnedAtNs < 10_000_000_000L) {
+            return false;
+        }
+        warnedAtNs = now;
+        return true;
+    }
+
+    // A writer put records in the ring that cannot be ours: counted, and said.
+    private void skippedGarbage(long records) {
+        long total = garbageRecords.addAndGet(records);
+        if (warnNow()) {
+            LOG.warn("mailbox skipped records of impossible length or type (a writer of this user wrote garbage into"
+                + " the ring): entity={}, skippedRecords={}, skippedBytes={}", entity, total, inboxReader.skippedBytes());
+        }
     }
 
     @Override
@@ -488,6 +517,11 @@ public final class ShmMailbox implements TensorChannel {
     /** Messages that could not be decoded or whose listener threw. */
     public long badMessages() {
         return badMessages.get();
+    }
+
+    /** Records skipped in the ring because their length or type was impossible. */
+    public long garbageRecords() {
+        return garbageRecords.get();
     }
 
     /** Times a record abandoned by a dead writer was skipped. */

@@ -1,0 +1,135 @@
+package io.mstar.transport.channel;
+
+import org.agrona.concurrent.AtomicBuffer;
+import org.agrona.concurrent.MessageHandler;
+import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
+
+import static org.agrona.concurrent.ringbuffer.RecordDescriptor.ALIGNMENT;
+import static org.agrona.concurrent.ringbuffer.RecordDescriptor.HEADER_LENGTH;
+
+/**
+ * The reading side of a mailbox's ring, over Agrona's {@link ManyToOneRingBuffer} layout (which its senders
+ * write with Agrona's own calls), believing nothing a writer put there. Agrona's {@code read} trusts every
+ * record length: one impossible length makes it throw on every later read (the ring never delivers again),
+ * or, with its bounds checks off, copy past the destination. Here:
+ * <ul>
+ *   <li>only records between our head and the writers' tail are read, and our head is our own copy (a
+ *       writer that scribbles over the trailer cannot move where we read);</li>
+ *   <li>a record's length is checked before anything is copied: at least a header, inside what the tail
+ *       says was claimed, and inside the ring; a record of an unknown type with a possible length is
+ *       skipped by its length;</li>
+ *   <li>after an impossible length the reader resynchronises: it steps on, {@value
+ *       org.agrona.concurrent.ringbuffer.RecordDescriptor#ALIGNMENT} bytes at a time, to the next position
+ *       that holds a possible record header or a zero length (a writer's claim not yet written, which is
+ *       waited for as Agrona does: a live writer that never commits is left to {@link DeadWriters}), and
+ *       drops what lies between.</li>
+ * </ul>
+ * Read space is zeroed, as Agrona's reader does, which the writers' claims and {@code unblock()} rely on.
+ * Used by the one polling thread.
+ */
+final class RingReader {
+    private static final int PADDING = -1; // Agrona's padding record type
+
+    private final AtomicBuffer buffer;
+    private final int capacity;
+    private final int headPositionIndex;
+    private final int tailPositionIndex;
+    private long head;
+    private long skippedRecords;
+    private long skippedBytes;
+
+    RingReader(ManyToOneRingBuffer ring) {
+        this.buffer = ring.buffer();
+        this.capacity = ring.capacity();
+        this.headPositionIndex = capacity + RingBufferDescriptor.HEAD_POSITION_OFFSET;
+        this.tailPositionIndex = capacity + RingBufferDescriptor.TAIL_POSITION_OFFSET;
+        this.head = buffer.getLongVolatile(headPositionIndex);
+    }
+
+    /**
+     * Hands up to {@code limit} records of known types to {@code handler}, skipping garbage; returns how
+     * many it handed on. A record handed on lies wholly inside the ring.
+     */
+    int read(MessageHandler handler, int limit) {
+        long claimed = buffer.getLongVolatile(tailPositionIndex) - head;
+        if (claimed <= 0) {
+            return 0;
+        }
+        int headIndex = (int) head & (capacity - 1);
+        int end = (int) Math.min(capacity - headIndex, claimed); // bytes this read may cover
+        int bytesRead = 0;
+        int messages = 0;
+        try {
+            while (bytesRead < end && messages < limit) {
+                int index = headIndex + bytesRead;
+                int remaining = end - bytesRead;
+                int length = buffer.getIntVolatile(index);
+                if (length == 0 || length < 0 && fits(-length, remaining)) {
+                    break; // claimed, not yet committed
+                }
+                int type = buffer.getInt(index + 4);
+                if (!fits(length, remaining)) {
+                    bytesRead += resynchronise(index, headIndex + end);
+                    continue;
+                }
+                bytesRead += align(length);
+                if (type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS) {
+                    handler.onMessage(type, buffer, index + HEADER_LENGTH, length - HEADER_LENGTH);
+                    messages++;
+                } else if (type != PADDING) {
+                    skipped(align(length));
+                }
+            }
+        } finally {
+            if (bytesRead > 0) {
+                buffer.setMemory(headIndex, bytesRead, (byte) 0);
+                head += bytesRead;
+                buffer.putLongRelease(headPositionIndex, head);
+            }
+        }
+        return messages;
+    }
+
+    /** Records skipped because their length or type was impossible. */
+    long skippedRecords() {
+        return skippedRecords;
+    }
+
+    /** Bytes those records spanned. */
+    long skippedBytes() {
+        return skippedBytes;
+    }
+
+    // Steps from a bad header at `index` to the next possible header or zero length before `end`: the bytes skipped.
+    private int resynchronise(int index, int end) {
+        int q = index + ALIGNMENT;
+        for (; q < end; q += ALIGNMENT) {
+            int length = buffer.getIntVolatile(q);
+            if (length == 0 || fits(Math.abs(length), end - q) && knownType(buffer.getInt(q + 4), length)) {
+                break;
+            }
+        }
+        skipped(q - index);
+        return q - index;
+    }
+
+    private static boolean knownType(int type, int length) {
+        return type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS || type == PADDING
+            || length < 0 && type == 0; // a claim whose type is not written yet
+    }
+
+    // A record of `length` bytes (header included) fits in `remaining` bytes (a multiple of the alignment).
+    private static boolean fits(int length, int remaining) {
+        return length >= HEADER_LENGTH && length <= remaining && align(length) <= remaining;
+    }
+
+    private static int align(int length) {
+        return (length + ALIGNMENT - 1) & -ALIGNMENT;
+    }
+
+    private void skipped(int bytes) {
+        skippedRecords++;
+        skippedBytes += bytes;
+    }
+}
