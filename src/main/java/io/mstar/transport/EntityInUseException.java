@@ -1,7 +1,8 @@
 package io.mstar.transport;
 
 /**
- * Another live process already runs as this entity in this deployment (it holds the entity's mailbox).
+ * Another live process already runs as this entity in this deployment (it holds the entity's mailbox),
+ * or another user's file sits at the entity's mailbox name (the message names its path and owner).
  * A process that starts under the entity of a dead one takes its place instead; this is only thrown
  * while the other one lives.
  */

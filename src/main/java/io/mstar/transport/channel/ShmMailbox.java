@@ -13,6 +13,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.CloseOnce;
+import io.mstar.transport.lifecycle.DirectoryEntries;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Reclaimer;
@@ -172,6 +173,13 @@ public final class ShmMailbox implements TensorChannel {
             if (Reclaimer.reclaimIfDead(dir, name) >= 0) {
                 LOG.info("took the place of a dead process of the same entity: removed its mailbox {}", name);
                 continue;
+            }
+            int ownerUid = DirectoryEntries.ownerUid(dir.resolve(name));
+            if (ownerUid >= 0 && ownerUid != Posix.geteuid()) {
+                throw new EntityInUseException("another user's file takes this entity's mailbox name: path="
+                    + dir.resolve(name) + ", ownerUid=" + ownerUid + ", ourUid=" + Posix.geteuid() + ": remove it (as"
+                    + " its owner or root), or give the deployment a directory no other user can write (MSTAR_SHM_DIR,"
+                    + " docs/security.md)");
             }
             if (System.nanoTime() > deadline) {
                 throw new EntityInUseException("another live process runs as this entity in this deployment (it holds"

@@ -16,6 +16,7 @@ import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ParentWatch;
+import io.mstar.transport.lifecycle.DirectoryEntries;
 import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.lifecycle.ShmNames;
 
@@ -406,10 +407,6 @@ final class DemoCommand {
     }
 
     private static void deleteContents(Path dir) throws IOException {
-        try (Stream<Path> entries = Files.list(dir)) {
-            for (Path p : entries.toList()) {
-                Files.deleteIfExists(p);
-            }
-        }
+        DirectoryEntries.deleteContents(dir);
     }
 }

@@ -29,6 +29,8 @@ import java.util.stream.Stream;
  * from the locks alone.
  */
 final class DoctorCommand {
+    /** Root's flag: judge (and with reclaim --yes, remove) every user's files, not only the invoking user's. */
+    static final String ALL_USERS = "--all-users";
     private DoctorCommand() {
     }
 
@@ -63,11 +65,15 @@ final class DoctorCommand {
     }
 
     static List<NamespaceReport> scan(Path dir) {
+        return scan(dir, false);
+    }
+
+    static List<NamespaceReport> scan(Path dir, boolean allUsers) {
         Map<String, Set<Long>> mappers = mappersOf(dir);
         Map<Long, Set<Long>> lockers = lockHoldersByInode();
         Map<String, Map<String, List<FileReport>>> byNamespace = new TreeMap<>();
         Map<String, Set<Long>> pidsByOwner = new HashMap<>();
-        for (String name : Reclaimer.ourNames(dir)) {
+        for (String name : Reclaimer.ourNames(dir, allUsers)) {
             ShmNames.Parsed parsed = ShmNames.parse(name);
             String ns = parsed == null ? "demo" : parsed.namespace();
             String owner = parsed == null ? name + "/directory" : parsed.entity() + "/" + parsed.owner();
@@ -102,14 +108,14 @@ final class DoctorCommand {
     }
 
     static int doctor(String[] args, PrintStream out) {
-        Options o = Options.parse(args, "--json");
+        Options o = Options.parse(args, "--json", ALL_USERS);
         boolean json = o.flags.contains("--json");
-        List<NamespaceReport> reports = scan(o.dir);
+        List<NamespaceReport> reports = scan(o.dir, o.allUsers());
         Posix.FileSystemSpace space = Posix.statvfs(o.dir.toString());
         long used = reports.stream().mapToLong(NamespaceReport::bytes).sum();
         List<FileReport> dead = reports.stream().flatMap(ns -> ns.deadFiles().stream()).toList();
         boolean healthy = dead.isEmpty();
-        String fix = "mstar-shm reclaim --dir " + o.dir + " --yes";
+        String fix = "mstar-shm reclaim --dir " + o.dir + (o.allUsers() ? " " + ALL_USERS : "") + " --yes";
         if (json) {
             out.println(json(o.dir, reports, space, used, healthy, fix));
         } else {
@@ -136,13 +142,14 @@ final class DoctorCommand {
     }
 
     static int reclaim(String[] args, PrintStream out) {
-        Options o = Options.parse(args, "--yes", "--json");
+        Options o = Options.parse(args, "--yes", "--json", ALL_USERS);
         boolean remove = o.flags.contains("--yes");
         List<FileReport> files = new ArrayList<>();
         if (remove) {
-            Reclaimer.sweep(o.dir).forEach(r -> files.add(new FileReport(r.name(), "", r.sizeBytes(), false, Set.of())));
+            Reclaimer.sweep(o.dir, o.allUsers()).forEach(r -> files.add(new FileReport(r.name(), "", r.sizeBytes(), false,
+                Set.of())));
         } else {
-            scan(o.dir).forEach(ns -> files.addAll(ns.deadFiles()));
+            scan(o.dir, o.allUsers()).forEach(ns -> files.addAll(ns.deadFiles()));
         }
         long bytes = files.stream().mapToLong(FileReport::sizeBytes).sum();
         if (o.flags.contains("--json")) {
@@ -245,6 +252,10 @@ final class DoctorCommand {
 
     /** {@code [--dir DIR] [flag]}. */
     private record Options(Path dir, Set<String> flags) {
+        boolean allUsers() {
+            return flags.contains(ALL_USERS);
+        }
+
         static Options parse(String[] args, String... flagNames) {
             Path dir = TransportConfig.fromEnvironment().shmDir();
             Set<String> flags = new HashSet<>();
@@ -259,6 +270,10 @@ final class DoctorCommand {
             }
             if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
                 throw new MstarShm.UsageException("not a directory: " + dir);
+            }
+            if (flags.contains(ALL_USERS) && Posix.geteuid() != 0) {
+                throw new MstarShm.UsageException(ALL_USERS + " is root's: without it, only your own files are"
+                    + " judged and removed");
             }
             return new Options(dir, flags);
         }

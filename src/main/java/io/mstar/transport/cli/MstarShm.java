@@ -23,12 +23,13 @@ public final class MstarShm {
           demo [--seconds-per-size S] [--batch N] [--json]
               start a consumer process and a producer process, stream tensors of 4 KiB to 16 MiB
               through the arena and then through the file transport, print a table per size
-          doctor [--dir DIR] [--json]
+          doctor [--dir DIR] [--all-users] [--json]
               per deployment namespace and owner: live or dead, its files and bytes, the processes
               that map them; totals against the file system. Exit 0 healthy, 1 found files of
               dead owners (and prints the command that removes them), 2 usage error
-          reclaim [--dir DIR] [--yes] [--json]
-              list (dry run) or remove (--yes) the files of dead owners
+          reclaim [--dir DIR] [--yes] [--all-users] [--json]
+              list (dry run) or remove (--yes) the files of dead owners; your own files only,
+              every user's with --all-users (root only)
           stats [--dir DIR] [--map] [--json]
               the latest stats snapshot of each arena that publishes one (stats logging on);
               --map draws each segment's used and free ranges as a bar

@@ -8,13 +8,11 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
@@ -50,12 +48,20 @@ public final class Reclaimer {
     public record Removed(String name, long sizeBytes) {
     }
 
-    /** The names in {@code dir} that are the library's files or demo directories, sorted. */
+    /**
+     * The names in {@code dir} that are the library's files or demo directories of the invoking user, sorted:
+     * another user's entry at a name like ours (a squatter, a look-alike, a planted link) is not ours to
+     * judge or remove.
+     */
     public static List<String> ourNames(Path dir) {
+        return ourNames(dir, false);
+    }
+
+    /** As {@link #ourNames(Path)}; {@code otherUsers} lists every user's (root's {@code --all-users}). */
+    public static List<String> ourNames(Path dir, boolean otherUsers) {
         try (Stream<Path> entries = Files.list(dir)) {
-            return entries.map(p -> p.getFileName().toString())
-                .filter(name -> ShmNames.parse(name) != null || ShmNames.DEMO_DIR.matcher(name).matches())
-                .sorted().toList();
+            return entries.filter(p -> isOurName(p.getFileName().toString()) && (otherUsers || DirectoryEntries.ours(p)))
+                .map(p -> p.getFileName().toString()).sorted().toList();
         } catch (NoSuchFileException e) {
             return List.of();
         } catch (IOException e) {
@@ -63,19 +69,32 @@ public final class Reclaimer {
         }
     }
 
-    /** Removes every file in {@code dir} whose owner is dead; returns what it removed. */
+    private static boolean isOurName(String name) {
+        return ShmNames.parse(name) != null || ShmNames.DEMO_DIR.matcher(name).matches();
+    }
+
+    /** Removes every file of the invoking user in {@code dir} whose owner is dead; returns what it removed. */
     public static List<Removed> sweep(Path dir) {
+        return sweep(dir, false);
+    }
+
+    /**
+     * As {@link #sweep(Path)}; {@code otherUsers} also removes other users' dead files (root's
+     * {@code reclaim --all-users}). Entries that cannot be removed (not ours, EPERM, EACCES) are left and
+     * never fail the sweep.
+     */
+    public static List<Removed> sweep(Path dir, boolean otherUsers) {
         List<Removed> removed = new ArrayList<>();
-        for (String name : ourNames(dir)) {
+        for (String name : ourNames(dir, otherUsers)) {
             if (ShmNames.DEMO_DIR.matcher(name).matches()) {
-                removed.addAll(sweepDemoDirectory(dir.resolve(name)));
+                removed.addAll(sweepDemoDirectory(dir, name, otherUsers));
             } else if (ShmNames.AERON.matcher(name).matches()) {
-                long bytes = reclaimDirectoryIfDead(dir.resolve(name));
+                long bytes = reclaimDirectoryIfDead(dir, name, otherUsers);
                 if (bytes >= 0) {
                     removed.add(new Removed(name, bytes));
                 }
             } else {
-                long bytes = reclaimIfDead(dir, name);
+                long bytes = reclaimIfDead(dir, name, otherUsers);
                 if (bytes >= 0) {
                     removed.add(new Removed(name, bytes));
                 }
@@ -90,29 +109,55 @@ public final class Reclaimer {
     }
 
     /**
-     * Removes {@code dir/name} when no owner holds it; returns its size, or -1 when it was left in place
-     * (its owner lives, or it changed or vanished meanwhile).
+     * Removes {@code dir/name} when it is the invoking user's and no owner holds it; returns its size, or -1
+     * when it was left in place (its owner lives, another user owns it, it is no regular file, or it changed
+     * or vanished meanwhile).
      */
     public static long reclaimIfDead(Path dir, String name) {
-        String path = dir.resolve(name).toString();
+        return reclaimIfDead(dir, name, false);
+    }
+
+    private static long reclaimIfDead(Path dir, String name, boolean otherUsers) {
+        Path entry = dir.resolve(name);
+        String path = entry.toString();
+        PosixFileAttributes seen = DirectoryEntries.attributes(entry);
+        int uid = DirectoryEntries.ownerUid(entry);
+        if (seen == null || uid != Posix.geteuid() && !otherUsers) {
+            return -1;
+        }
+        if (seen.isSymbolicLink()) { // we never create links: one at our name is planted; removing it follows nothing
+            return unlinkQuietly(path) ? 0 : -1;
+        }
+        if (!seen.isRegularFile()) {
+            return -1;
+        }
         int fd;
         try {
             fd = openToProbe(path);
         } catch (NativeCallException e) {
-            // We never create links: one at our name is planted, and removing the link touches no target.
-            return e.errno() == Posix.ELOOP && Posix.unlink(path) ? 0 : -1;
+            return -1;
         }
         try {
             if (!IGNORE_OWNERS && !Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB, path)) {
                 return -1; // its owner lives
             }
             Posix.FileStatus status = Posix.fstat(fd, path);
-            if (!status.isRegularFile() || !OwnedFile.isStillAt(fd, path)) {
+            if (!status.isRegularFile() || status.uid() != uid || !OwnedFile.isStillAt(fd, path)) {
                 return -1;
             }
-            return Posix.unlink(path) ? status.sizeBytes() : -1;
+            return unlinkQuietly(path) ? status.sizeBytes() : -1;
         } finally {
             Posix.close(fd, path); // drops our lock
+        }
+    }
+
+    // EPERM or EACCES (another user's entry in a sticky directory) leaves the entry: never a failed sweep.
+    private static boolean unlinkQuietly(String path) {
+        try {
+            return Posix.unlink(path);
+        } catch (NativeCallException e) {
+            LOG.debug("left in place: {}: {}", path, e.getMessage());
+            return false;
         }
     }
 
@@ -138,14 +183,12 @@ public final class Reclaimer {
     }
 
     // An Aeron driver's directory: its owner locks the directory itself; once free, all of it goes.
-    private static long reclaimDirectoryIfDead(Path directory) {
-        String path = directory.toString();
-        int fd;
-        try {
-            fd = Posix.open(path, O_RDONLY | Posix.O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
-        } catch (NativeCallException e) {
-            return e.errno() == Posix.ELOOP && Posix.unlink(path) ? 0 : -1;
+    private static long reclaimDirectoryIfDead(Path dir, String name, boolean otherUsers) {
+        int fd = openOwnedDirectory(dir.resolve(name), otherUsers);
+        if (fd < 0) {
+            return -1;
         }
+        String path = dir.resolve(name).toString();
         try {
             if (!IGNORE_OWNERS && !Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB, path)) {
                 return -1; // its owner lives
@@ -153,10 +196,32 @@ public final class Reclaimer {
             if (!OwnedFile.isStillAt(fd, path)) {
                 return -1;
             }
-            return deleteTree(directory);
+            return DirectoryEntries.deleteTree(dir, name);
+        } catch (IOException e) {
+            LOG.debug("directory not removed: {}: {}", path, e.toString());
+            return -1;
         } finally {
             Posix.close(fd, path);
         }
+    }
+
+    // A descriptor of a directory of ours (of anyone's with otherUsers), never through a link; -1 when it is not.
+    private static int openOwnedDirectory(Path directory, boolean otherUsers) {
+        String path = directory.toString();
+        int fd;
+        try {
+            fd = Posix.open(path, O_RDONLY | Posix.O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+        } catch (NativeCallException e) {
+            if (e.errno() == Posix.ELOOP && DirectoryEntries.ours(directory)) {
+                unlinkQuietly(path); // a link of ours planted at our name: removed, never followed
+            }
+            return -1;
+        }
+        if (!otherUsers && Posix.fstat(fd, path).uid() != Posix.geteuid()) {
+            Posix.close(fd, path);
+            return -1;
+        }
+        return fd;
     }
 
     /** The bytes of the files under {@code root} (an Aeron driver's directory), links not followed. */
@@ -174,46 +239,21 @@ public final class Reclaimer {
         }
     }
 
-    // Removes a tree without following links; returns the bytes of the files removed.
-    private static long deleteTree(Path root) {
-        long[] bytes = {0};
-        try {
-            Files.walkFileTree(root, new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    bytes[0] += attrs.size();
-                    Files.deleteIfExists(file);
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-                    Files.deleteIfExists(d);
-                    return FileVisitResult.CONTINUE;
-                }
-            });
-        } catch (IOException e) {
-            LOG.debug("directory not fully removed: {}: {}", root, e.toString());
-        }
-        return bytes[0];
-    }
-
-    private static List<Removed> sweepDemoDirectory(Path demo) {
+    private static List<Removed> sweepDemoDirectory(Path dir, String name, boolean otherUsers) {
+        Path demo = dir.resolve(name);
         String path = demo.toString();
-        int fd;
-        try {
-            fd = Posix.open(path, O_RDONLY | Posix.O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
-        } catch (NativeCallException e) {
+        int fd = openOwnedDirectory(demo, otherUsers);
+        if (fd < 0) {
             return List.of();
         }
         try {
             if (!IGNORE_OWNERS && !Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB, path)) {
                 return List.of(); // the demo lives
             }
-            List<Removed> removed = new ArrayList<>(sweep(demo));
+            List<Removed> removed = new ArrayList<>(sweep(demo, otherUsers));
             try {
-                Files.deleteIfExists(demo);
-                removed.add(new Removed(demo.getFileName().toString(), 0));
+                Files.deleteIfExists(demo); // rmdir: refuses a link and a directory that is not empty
+                removed.add(new Removed(name, 0));
             } catch (DirectoryNotEmptyException e) {
                 // its children still live, or someone else's files are in it: the next sweep looks again
             } catch (IOException e) {
