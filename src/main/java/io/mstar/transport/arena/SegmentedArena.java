@@ -31,9 +31,12 @@ import java.time.Duration;
  * check per segment. When none fits, the arena grows by one segment while it is under the cap and the
  * file system can back it; otherwise it answers {@link #FULL}, the caller's cue for the next rung of the
  * capacity ladder. The first segment is made at construction, so the first send does not pay for it.
- * A request larger than one segment gets a dedicated segment of its own (page-aligned) size, counted
- * towards the cap. Once its slot is freed the segment stays, idle, for the next large request it can
- * hold (creating one costs a commit and page faults); an idle one is unlinked when the cap needs room.
+ * A request larger than one segment gets a dedicated segment of its own (page-aligned) size. Every
+ * segment's bytes, dedicated ones included, count against one byte ceiling, {@code maxSegments x
+ * segmentBytes}, the figure operators size the shared-memory directory from: past it a request is
+ * {@link #FULL} like any other. Once a dedicated segment's slot is freed the segment stays, idle, for the
+ * next large request it can hold (creating one costs a commit and page faults); idle ones are unlinked
+ * when the ceiling needs room.
  *
  * <h2>Slot handles</h2>
  * A slot is a {@code long} laid out as {@link SlotHandle} says, so the hot path allocates nothing.
@@ -70,6 +73,7 @@ public final class SegmentedArena implements AutoCloseable {
     private final int[] generations;
     private int positionsInUse; // positions below this may hold a segment
     private int segmentCount;
+    private long segmentsBytes; // every segment's size, dedicated ones included: never above the ceiling
     private int nextIndex;
     private final CloseOnce closer = new CloseOnce();
     private boolean shmFullWarned;
@@ -146,7 +150,7 @@ public final class SegmentedArena implements AutoCloseable {
                 + "=" + dir + ", " + e.getMessage() + ": create it or point " + TransportConfig.SHM_DIR
                 + " at a tmpfs directory");
         }
-        long ceiling = maxSegments * segmentBytes;
+        long ceiling = ceilingBytes();
         if (ceiling > space.totalBytes()) {
             throw new ConfigurationException("arena ceiling exceeds the shared-memory file system: dir=" + dir
                 + ", fileSystemBytes=" + space.totalBytes() + " (" + mib(space.totalBytes()) + "), ceilingBytes="
@@ -373,6 +377,11 @@ public final class SegmentedArena implements AutoCloseable {
         return maxSegments;
     }
 
+    /** The most bytes of segments this arena holds at once, dedicated ones included: {@code maxSegments x segmentBytes}. */
+    public long ceilingBytes() {
+        return maxSegments * segmentBytes;
+    }
+
     /**
      * Unlinks every segment's file, keeping the mappings: slots stay usable, peers keep what they mapped.
      * Segments grown later get new files, which {@link #close()} unlinks.
@@ -415,8 +424,10 @@ public final class SegmentedArena implements AutoCloseable {
 
     // Returns the new segment's position, or -1 when the cap is reached or the file system is full.
     private int grow(long bytes, boolean dedicatedSegment) {
-        if (segmentCount == maxSegments && !removeAnIdleDedicatedSegment()) {
-            return -1;
+        while (segmentsBytes + bytes > ceilingBytes()) {
+            if (!removeAnIdleDedicatedSegment()) {
+                return -1;
+            }
         }
         int p = 0;
         while (segments[p] != null) {
@@ -441,6 +452,8 @@ public final class SegmentedArena implements AutoCloseable {
         generations[p] = SlotHandle.nextGeneration(generations[p]);
         positionsInUse = Math.max(positionsInUse, p + 1);
         segmentCount++;
+        segmentsBytes += bytes;
+        assert segmentCount <= maxSegments : "each segment is at least segmentBytes: the ceiling bounds the count";
         listener.mapped(segment);
         LOG.debug("arena grew: segment={}, sizeBytes={}, dedicated={}, segments={}",
             segment.name(), bytes, dedicatedSegment, segmentCount);
@@ -494,6 +507,7 @@ public final class SegmentedArena implements AutoCloseable {
         allocators[p] = null;
         dedicated[p] = false;
         segmentCount--;
+        segmentsBytes -= segment.sizeBytes();
         try {
             listener.unmapping(segment);
         } finally {

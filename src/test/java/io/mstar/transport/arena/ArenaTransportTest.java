@@ -158,7 +158,7 @@ class ArenaTransportTest {
     @Test
     void tensorLargerThanASegmentGetsItsOwnSegmentAndAConsumerDropsItsMappingOnceItGoes() throws Exception {
         SplittableRandom r = new SplittableRandom(4);
-        try (ArenaTransport producer = transport(config(), "p", 2);
+        try (ArenaTransport producer = transport(config(), "p", 5); // a ceiling of 5 MiB: room for the 3 MiB tensor
              ArenaTransport consumer = transport(config(), "c", 1)) {
             Tensor big = randomTensor(r, DType.F32, 3, SEGMENT / 4 + 5);
             TensorDescriptor d = producer.send("r", List.of(big)).getFirst();
@@ -183,6 +183,46 @@ class ArenaTransportTest {
             assertEquals(1, consumer.statsSummary().mappedPeerSegments());
             producer.ack(List.of(full.uuid(), grown.uuid()));
         }
+    }
+
+    @Test
+    void dedicatedSegmentsCountAgainstTheByteCeilingAndEveryTensorArrivesIntact() {
+        long seed = System.nanoTime();
+        SplittableRandom r = new SplittableRandom(seed);
+        int maxSegments = 4;
+        long ceiling = maxSegments * SEGMENT;
+        long peak = 0;
+        int spilled = 0;
+        try (ArenaTransport producer = transport(config(), "p", maxSegments);
+             ArenaTransport consumer = transport(config(), "c", 1)) {
+            List<TensorDescriptor> inFlight = new ArrayList<>();
+            Map<TensorDescriptor, Long> crcs = new HashMap<>();
+            for (int i = 0; i < 60; i++) {
+                Tensor t = randomTensor(r, DType.U8, (int) (SEGMENT + r.nextLong(5 * SEGMENT / 2)));
+                TensorDescriptor d = producer.send("r" + i, List.of(t)).getFirst();
+                crcs.put(d, crc(t.data()));
+                spilled += d.placement() == Placement.SPILL ? 1 : 0;
+                inFlight.add(d);
+                peak = Math.max(peak, producer.statsSummary().arena().capacityBytes());
+                while (inFlight.size() > 1 + r.nextInt(3)) {
+                    TensorDescriptor done = inFlight.remove(r.nextInt(inFlight.size()));
+                    try (ReceivedTensor in = consumer.receive(done)) {
+                        assertEquals(crcs.get(done), crc(in.data()), "seed=" + seed);
+                    }
+                    producer.ack(List.of(done.uuid()));
+                }
+            }
+            for (TensorDescriptor done : inFlight) {
+                try (ReceivedTensor in = consumer.receive(done)) {
+                    assertEquals(crcs.get(done), crc(in.data()), "seed=" + seed);
+                }
+                producer.ack(List.of(done.uuid()));
+            }
+        }
+        assertTrue(peak <= ceiling, "segment bytes peaked at " + peak + " over the ceiling " + ceiling + ", seed=" + seed);
+        assertTrue(spilled > 0, "past the ceiling a tensor spills: seed=" + seed);
+        System.out.println("byte ceiling: peak " + peak + " of " + ceiling + " bytes, 60 tensors of 1 to 3.5 MiB, "
+            + spilled + " spilled, seed=" + seed);
     }
 
     @Test

@@ -90,7 +90,7 @@ class SegmentedArenaTest {
 
     @Test
     void oversizedRequestGetsADedicatedSegmentKeptForReuseUntilTheCapNeedsItsRoom() {
-        try (SegmentedArena arena = arena(2)) {
+        try (SegmentedArena arena = arena(5)) { // a ceiling of 5 segments' bytes
             long small = arena.reserve(100);
             long big = arena.reserve(3 * SEGMENT + 5);
             assertNotEquals(SegmentedArena.FULL, big);
@@ -100,7 +100,7 @@ class SegmentedArenaTest {
             assertEquals(SEGMENT + 3 * SEGMENT + 4096, stats.capacityBytes(), "page-aligned dedicated size");
             arena.slotMemory(big, 3 * SEGMENT + 5).set(JAVA_LONG, 3 * SEGMENT - 8, 1L);
             assertEquals(SegmentedArena.FULL, arena.reserve(2 * SEGMENT + 1),
-                "at the cap, a second large tensor finds no room while the first holds the dedicated segment");
+                "past the byte ceiling, a second large tensor finds no room while the first holds the dedicated segment");
             String bigName = arena.segmentName(big);
             assertEquals(FreeOutcome.FREED, arena.free(big));
             assertTrue(Files.exists(shm.path().resolve(bigName)), "kept, idle, after its slot is freed");
@@ -109,7 +109,7 @@ class SegmentedArenaTest {
             assertEquals(bigName, arena.segmentName(again), "the next large tensor that fits reuses it");
             assertEquals(FreeOutcome.FREED, arena.free(again));
 
-            // At the cap, a regular segment needs the room: the idle dedicated segment gives it back.
+            // At the ceiling, a regular segment needs the room: the idle dedicated segment gives it back.
             long rest = arena.reserve(SEGMENT - 256);
             long grown = arena.reserve(1000);
             assertNotEquals(SegmentedArena.FULL, grown);
