@@ -139,7 +139,9 @@ public final class MappedSegment implements AutoCloseable {
         try {
             fd = Posix.open(path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC, 0);
         } catch (NativeCallException e) {
-            throw new SegmentAccessException("peer segment cannot be opened: path=" + path + ", " + e.getMessage(), e);
+            throw new SegmentAccessException("peer segment cannot be opened: path=" + path + ", " + e.getMessage()
+                + (e.errno() == Posix.ENOENT ? " (its producer stopped, or runs with another MSTAR_SHM_DIR: every"
+                + " process of a deployment needs the same one)" : ""), e);
         }
         try {
             Posix.FileStatus status = Posix.fstat(fd, path);

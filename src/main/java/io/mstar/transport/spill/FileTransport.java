@@ -4,6 +4,7 @@ import io.mstar.transport.ConsumerLiveness;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.DeviceTransfers;
+import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
@@ -19,6 +20,8 @@ import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.Sweeper;
 import io.mstar.transport.metrics.TransportCounters;
 import io.mstar.transport.metrics.TransportJmx;
+import io.mstar.transport.shm.MappedView;
+import io.mstar.transport.shm.PeerSegments;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,7 +37,9 @@ import java.util.UUID;
 /**
  * The file transport: every tensor in a file of its own ({@link SpillStore}), read by the consumer and
  * removed on the ACK. It has no device path and no consumer liveness: a file that a dead consumer never
- * ACKed stays until {@link #close()} (or, once this producer is gone too, the next sweep).
+ * ACKed stays until {@link #close()} (or, once this producer is gone too, the next sweep). As a consumer
+ * it reads every placement: a producer whose {@code MSTAR_SHM_ARENA} differs sends arena slots, read in
+ * place from the producer's segments ({@link PeerSegments}).
  */
 public final class FileTransport implements TensorTransport {
     private static final Logger LOG = LoggerFactory.getLogger(FileTransport.class);
@@ -42,6 +47,7 @@ public final class FileTransport implements TensorTransport {
     private final String entity;
     private final String namespace;
     private final SpillStore files;
+    private final PeerSegments peers; // arena producers' segments, mapped on the first tensor from each
     private final Sweeper sweeper;
     private final TransportCounters counters = new TransportCounters();
     private final FanOutAcks fanOut = new FanOutAcks(counters);
@@ -61,6 +67,7 @@ public final class FileTransport implements TensorTransport {
         this.entity = owner.entity();
         this.namespace = owner.namespace().id();
         this.files = new SpillStore(owner);
+        this.peers = new PeerSegments(owner.dir());
         this.sweeper = Sweeper.join(owner.dir(), reclaimInterval);
         ShutdownCleanup.register(this);
         this.jmxName = TransportJmx.register(this, owner.namespace().id(), entity);
@@ -99,7 +106,8 @@ public final class FileTransport implements TensorTransport {
     @Override
     public ReceivedTensor receive(TensorDescriptor d) {
         checkOpen();
-        ReceivedTensor tensor = files.read(d).timed(counters.receiveToRelease());
+        MappedView tensor = (d.placement() == Placement.SPILL ? files.read(d) : peers.open(d))
+            .timed(counters.receiveToRelease());
         counters.received();
         return tensor;
     }
@@ -149,7 +157,7 @@ public final class FileTransport implements TensorTransport {
 
     @Override
     public TransportStats statsSummary() {
-        return counters.snapshot("file", null, files.inFlight(), fanOut.partiallyAcked(), 0, 0, 0,
+        return counters.snapshot("file", null, files.inFlight(), fanOut.partiallyAcked(), peers.mapped(), 0, 0,
             "not used by the file transport");
     }
 
@@ -167,7 +175,11 @@ public final class FileTransport implements TensorTransport {
             try {
                 files.close();
             } finally {
-                sweeper.leave();
+                try {
+                    peers.close();
+                } finally {
+                    sweeper.leave();
+                }
             }
         });
     }

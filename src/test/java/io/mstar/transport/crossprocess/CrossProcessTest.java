@@ -85,6 +85,24 @@ class CrossProcessTest {
     }
 
     @Test
+    void aConsumerReadsEveryPlacementWhateverItsOwnArenaKnob() throws Exception {
+        // A file-transport consumer (MSTAR_SHM_ARENA=0) of an arena producer, then an arena consumer of a file producer.
+        ChildJvm fileConsumer = consumer("file-consumer", 2000, 0, "MSTAR_SHM_ARENA=0");
+        ChildJvm arenaProducer = producer("arena-producer", "file-consumer", 2000, 11, 4,
+            "MSTAR_SHM_ARENA_SEGMENT_MB=8", "MSTAR_SHM_ARENA_MAX_SEGMENTS=2");
+        expectSuccess(arenaProducer, "arena producer");
+        String out = expectSuccess(fileConsumer, "file-transport consumer");
+        assertTrue(out.contains("RESULT received=2000 corrupted=0 failed=0"), out);
+
+        ChildJvm arenaConsumer = consumer("arena-consumer", 500, 0);
+        ChildJvm fileProducer = producer("file-producer", "arena-consumer", 500, 12, 1, "MSTAR_SHM_ARENA=0");
+        expectSuccess(fileProducer, "file producer");
+        out = expectSuccess(arenaConsumer, "arena consumer");
+        assertTrue(out.contains("RESULT received=500 corrupted=0 failed=0"), out);
+        assertEquals(List.of(), ShmTestDir.list(shm.path()));
+    }
+
+    @Test
     void heldAtTheCapItWaitsThenSpillsAndEverythingArrives() throws Exception {
         ChildJvm consumer = consumer("consumer", 400, 20);
         ChildJvm producer = producer("producer", "consumer", 400, 3, 1,

@@ -1,5 +1,6 @@
 package io.mstar.transport.crossprocess;
 
+import io.mstar.transport.ArenaStats;
 import io.mstar.transport.CapacityException;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
@@ -50,6 +51,8 @@ import java.util.zip.CRC32C;
  * Every node exits by itself when its parent dies.
  */
 public final class Node {
+    private static final ArenaStats EMPTY_ARENA = new ArenaStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+
     private Node() {
     }
 
@@ -246,12 +249,13 @@ public final class Node {
             }
             acker.interrupt();
             TransportStats stats = transport.statsSummary();
+            ArenaStats arena = stats.arena() != null ? stats.arena() : EMPTY_ARENA; // none for the file transport
             System.out.println("RESULT sent=" + sent + " inFlight=" + stats.inFlight() + " liveSlots="
-                + stats.arena().liveSlots() + " spills=" + stats.spills() + " waits=" + stats.backpressureWaits()
-                + " segments=" + stats.arena().segments() + " unknownAcks=" + stats.unknownAcks()
+                + arena.liveSlots() + " spills=" + stats.spills() + " waits=" + stats.backpressureWaits()
+                + " segments=" + arena.segments() + " unknownAcks=" + stats.unknownAcks()
                 + " deadConsumerReclaims=" + stats.deadConsumerReclaims() + " peerUnavailable=" + UNAVAILABLE);
             System.out.println("STATS " + stats.toLogLine());
-            return stats.inFlight() == 0 && stats.arena().liveSlots() == 0 ? 0 : 1;
+            return stats.inFlight() == 0 && arena.liveSlots() == 0 ? 0 : 1;
         }
     }
 
