@@ -21,6 +21,9 @@ import static io.mstar.transport.posix.Posix.O_RDWR;
  * owner keeps open until the file is removed. The kernel drops the lock when the owner's process dies,
  * however it dies, and only then can a {@link Reclaimer} take it: no PIDs, heartbeats or file ages.
  *
+ * <p>Every owned file is registered with {@link ShutdownCleanup} from its making to its close, so a
+ * SIGTERM or SIGINT at any instant removes it, whatever holds it.
+ *
  * <p>Creation is race-free against a concurrent sweep: a sweep may lock and unlink the new file between
  * its creation and our lock, so after locking we check that the inode at the path is still ours, and
  * create it again otherwise. A sweep that locks a file first and then finds it still at its path can
@@ -47,6 +50,10 @@ public final class OwnedFile implements AutoCloseable {
      * @throws NativeCallException {@code EEXIST} when any file (or link) is already at the name
      */
     public static OwnedFile create(Path dir, String name) {
+        return ShutdownCleanup.registerNew(() -> createLocked(dir, name));
+    }
+
+    private static OwnedFile createLocked(Path dir, String name) {
         String path = dir.resolve(name).toString();
         while (true) {
             OwnedFile file = lockIfStillAt(Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE),
@@ -63,6 +70,10 @@ public final class OwnedFile implements AutoCloseable {
      * belong to other owners, such as the demo's); closing removes it if it is empty by then.
      */
     public static OwnedFile createDirectory(Path dir, String name) {
+        return ShutdownCleanup.registerNew(() -> createLockedDirectory(dir, name));
+    }
+
+    private static OwnedFile createLockedDirectory(Path dir, String name) {
         Path directory = dir.resolve(name);
         String path = directory.toString();
         while (true) {
@@ -143,6 +154,7 @@ public final class OwnedFile implements AutoCloseable {
     }
 
     private void remove() {
+        ShutdownCleanup.unregister(this);
         try {
             if (directory) {
                 Files.deleteIfExists(Path.of(path));

@@ -13,6 +13,7 @@ import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.CloseOnce;
+import io.mstar.transport.lifecycle.ShutdownCleanup;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -126,6 +127,11 @@ public final class RemoteLink implements AutoCloseable {
      *                                endpoint for the confirmations, or a standalone driver is not there
      */
     public static RemoteLink start(Deployment deployment) {
+        // Registered as it starts: a stop at any instant closes the driver, which removes its directory.
+        return ShutdownCleanup.registerNew(() -> startUnregistered(deployment));
+    }
+
+    private static RemoteLink startUnregistered(Deployment deployment) {
         RemoteConfig config = deployment.config().remote();
         if (config.listen() == null && config.entities().keySet().stream().anyMatch(config::isRemote)) {
             throw new ConfigurationException(RemoteConfig.ENTITIES + " places entities on other nodes, but "
@@ -342,6 +348,7 @@ public final class RemoteLink implements AutoCloseable {
     }
 
     private void release() {
+        ShutdownCleanup.unregister(this);
         running = false;
         try {
             thread.join(10_000);
