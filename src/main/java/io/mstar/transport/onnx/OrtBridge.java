@@ -10,11 +10,14 @@ import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorTransport;
+import io.mstar.transport.shm.NativeUse;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -23,9 +26,12 @@ import java.util.Map;
  * over it, so that {@link #run} makes ORT write the result straight into the slot, ready to publish.
  *
  * <p>ORT checks nothing: a tensor over memory that is gone, a closed tensor, or an output over read-only
- * memory kills the JVM. So {@link #run} first checks every input and output (open, its memory still
+ * memory kills the JVM. So every run here first checks every input and output (open, its memory still
  * mapped, outputs writable) and throws {@link IllegalStateException} or {@link IllegalArgumentException}
- * naming the tensor instead. The order of release is the holders': an {@link OrtInput} closes its
+ * naming the tensor instead, and holds their mappings until ORT returns, so that a close during the run
+ * (a shutdown hook on SIGTERM, say) cannot unmap them under it. Call {@code session.run} on tensors of this
+ * adapter only through its runs: {@link #run(OrtSession, Map)} serves a last stage whose outputs stay in
+ * ORT's memory. The order of release is the holders': an {@link OrtInput} closes its
  * {@code OnnxTensor}, then the received view (then ACK it); an {@link OrtOutput} closes its
  * {@code OnnxTensor}, then publishes or aborts its claim. Holders, like claims, are used by one thread at a
  * time, and the transport must stay open while a run uses its tensors.
@@ -105,16 +111,35 @@ public final class OrtBridge {
 
     /**
      * Runs {@code session} on the inputs, ORT writing each named output into its pinned memory. Every tensor
-     * is checked before ORT sees it; afterwards the outputs hold the results, to publish.
+     * is checked before ORT sees it, and the mappings under them are held for the run ({@link NativeUse}): a
+     * transport closed meanwhile (a shutdown hook, say) unmaps them only once ORT is done. Afterwards the
+     * outputs hold the results, to publish.
      *
      * @throws IllegalStateException when an input or output was closed, published or aborted, or its memory is
      *                               no longer mapped (ORT would crash the JVM on it)
      */
     public void run(OrtSession session, Map<String, OrtInput> inputs, Map<String, OrtOutput> outputs)
         throws OrtException {
-        Map<String, OnnxTensor> in = new HashMap<>(inputs.size() * 2);
-        inputs.forEach((name, input) -> in.put(name, input.usableTensor(name)));
-        session.run(in, pinned(outputs)).close(); // the result does not own pinned outputs: this leaves them open
+        try (NativeUse held = hold(inputs, outputs)) {
+            Map<String, OnnxTensor> in = new HashMap<>(inputs.size() * 2);
+            inputs.forEach((name, input) -> in.put(name, input.usableTensor(name)));
+            session.run(in, pinned(outputs)).close(); // the result does not own pinned outputs: this leaves them open
+        }
+    }
+
+    /**
+     * Runs {@code session} on the inputs as {@link #run(OrtSession, Map, Map)} does, with every output in ORT's
+     * own memory: the last stage of a pipeline, whose results do not go into the arena. The inputs' mappings
+     * are held for the run; the result is the caller's to close, and stays valid after the inputs close.
+     *
+     * @throws IllegalStateException when an input was closed, or its memory is no longer mapped
+     */
+    public OrtSession.Result run(OrtSession session, Map<String, OrtInput> inputs) throws OrtException {
+        try (NativeUse held = hold(inputs, Map.of())) {
+            Map<String, OnnxTensor> in = new HashMap<>(inputs.size() * 2);
+            inputs.forEach((name, input) -> in.put(name, input.usableTensor(name)));
+            return session.run(in);
+        }
     }
 
     /**
@@ -130,7 +155,17 @@ public final class OrtBridge {
                 throw new IllegalStateException("ORT input " + name + " is closed");
             }
         });
-        session.run(inputs, pinned(outputs)).close();
+        try (NativeUse held = hold(Map.of(), outputs)) {
+            session.run(inputs, pinned(outputs)).close();
+        }
+    }
+
+    // Holds the mappings under every input and output until ORT is done with them.
+    private static NativeUse hold(Map<String, OrtInput> inputs, Map<String, OrtOutput> outputs) {
+        List<MemorySegment> memories = new ArrayList<>(inputs.size() + outputs.size());
+        inputs.forEach((name, input) -> memories.add(input.memory(name)));
+        outputs.forEach((name, output) -> memories.add(output.memory(name)));
+        return NativeUse.of(memories.toArray(MemorySegment[]::new));
     }
 
     // The outputs' ORT tensors, each checked.

@@ -4,6 +4,8 @@ import ai.onnxruntime.OnnxTensor;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.TensorDescriptor;
 
+import java.lang.foreign.MemorySegment;
+
 /**
  * A received tensor as an {@code OnnxTensor} over its mapped bytes ({@link OrtBridge#input}). Close it,
  * then ACK the tensor: closing releases ORT's tensor first, then the view, so no ORT tensor outlives the
@@ -33,6 +35,19 @@ public final class OrtInput implements AutoCloseable {
             throw new IllegalStateException("ORT input is closed: uuid=" + descriptor().uuid());
         }
         return tensor;
+    }
+
+    // The memory under the tensor, for the run to hold; throws, naming the input, once it is closed.
+    MemorySegment memory(String name) {
+        if (closed) {
+            throw new IllegalStateException("ORT input " + name + " (uuid=" + descriptor().uuid() + ") is closed");
+        }
+        try {
+            return received.data();
+        } catch (IllegalStateException viewClosed) {
+            throw new IllegalStateException("ORT input " + name + " (uuid=" + descriptor().uuid() + "): its received"
+                + " tensor was closed by hand", viewClosed);
+        }
     }
 
     // What a run may hand to ORT: a tensor that is open, over a view that is open and still mapped.

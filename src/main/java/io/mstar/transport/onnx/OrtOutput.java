@@ -72,6 +72,15 @@ public final class OrtOutput implements AutoCloseable {
         }
     }
 
+    // The memory ORT writes, for the run to hold; throws, naming the output, once it was published or closed.
+    MemorySegment memory(String name) {
+        if (ended) {
+            throw new IllegalStateException("ORT output " + name + " was published, aborted or closed: ORT must not"
+                + " write there");
+        }
+        return memory;
+    }
+
     // What a run may hand to ORT: an open tensor over memory that is still this output's and still mapped.
     OnnxTensor usableTensor(String name) {
         String what = "ORT output " + name;

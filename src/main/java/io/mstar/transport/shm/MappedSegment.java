@@ -5,10 +5,15 @@ import io.mstar.transport.SegmentAccessException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.posix.Posix;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 import static io.mstar.transport.posix.Posix.MAP_POPULATE;
 import static io.mstar.transport.posix.Posix.MAP_SHARED;
@@ -27,8 +32,14 @@ import static io.mstar.transport.posix.Posix.PROT_WRITE;
  * <p>The mapping is made once with {@code MAP_POPULATE}, so page faults are paid here and not on the
  * first copy, and it never moves: its address stays valid until {@link #close()}, which unmaps it
  * through its own shared {@link Arena}. Closing is idempotent.
+ *
+ * <p>Native code that reads or writes the mapping through a raw address (ONNX Runtime, a CUDA copy) is
+ * invisible to the {@code Arena}: it holds the mapping with {@link NativeUse}, and a close while it does
+ * unlinks the file at once but leaves the unmapping to the last native user's release. A native use asked
+ * for after the close is refused.
  */
 public final class MappedSegment implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(MappedSegment.class);
     private final String name;
     private final String path;
     private final long sizeBytes;
@@ -36,14 +47,70 @@ public final class MappedSegment implements AutoCloseable {
     private final Arena arena;
     private final MemorySegment memory;
     private final CloseOnce closer = new CloseOnce();
+    // Native users in the low bits, and CLOSED once closed: whoever brings it to exactly CLOSED unmaps.
+    private final AtomicLong nativeUsers = new AtomicLong();
+    private static final long CLOSED = 1L << 62;
+    // Shared mappings by address, for NativeUse to find the one under a slice (confined ones cannot race a close).
+    private static final ConcurrentSkipListMap<Long, MappedSegment> SHARED = new ConcurrentSkipListMap<>();
+    private final boolean shared;
 
-    private MappedSegment(String name, String path, long sizeBytes, OwnedFile owned, Arena arena, MemorySegment memory) {
+    private MappedSegment(String name, String path, long sizeBytes, OwnedFile owned, Arena arena, MemorySegment memory,
+                          boolean shared) {
         this.name = name;
         this.path = path;
         this.sizeBytes = sizeBytes;
         this.owned = owned;
         this.arena = arena;
         this.memory = memory;
+        this.shared = shared;
+        if (shared) {
+            SHARED.put(memory.address(), this);
+        }
+    }
+
+    /** The shared mapping that holds {@code [address, address + bytes)}, or null when none of ours does. */
+    static MappedSegment sharedMappingOf(long address, long bytes) {
+        Map.Entry<Long, MappedSegment> e = SHARED.floorEntry(address);
+        if (e == null || address + bytes > e.getKey() + e.getValue().sizeBytes) {
+            return null;
+        }
+        return e.getValue();
+    }
+
+    /** Holds the mapping for native code; false once it is closed. */
+    boolean beginNativeUse() {
+        while (true) {
+            long users = nativeUsers.get();
+            if ((users & CLOSED) != 0) {
+                return false;
+            }
+            if (nativeUsers.compareAndSet(users, users + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** Releases a hold; the last one out after a close unmaps. */
+    void endNativeUse() {
+        if (nativeUsers.decrementAndGet() == CLOSED) {
+            unmapNow();
+        }
+    }
+
+    // At the close: unmaps now, or leaves it to the last native user.
+    private void retire() {
+        if (nativeUsers.getAndAdd(CLOSED) == 0) {
+            unmapNow();
+        } else {
+            LOG.debug("unmapping deferred until native code stops using the mapping: path={}", path);
+        }
+    }
+
+    private void unmapNow() {
+        if (shared) {
+            SHARED.remove(memory.address(), this);
+        }
+        arena.close();
     }
 
     /**
@@ -171,7 +238,7 @@ public final class MappedSegment implements AutoCloseable {
         MemorySegment memory = MemorySegment.ofAddress(address)
             .reinterpret(sizeBytes, arena, unused -> Posix.munmap(address, sizeBytes, path));
         return new MappedSegment(name, path, sizeBytes, owned, arena,
-            (prot & PROT_WRITE) != 0 ? memory : memory.asReadOnly());
+            (prot & PROT_WRITE) != 0 ? memory : memory.asReadOnly(), !confined);
     }
 
     public String name() {
@@ -204,7 +271,7 @@ public final class MappedSegment implements AutoCloseable {
 
     /** Unmaps, leaving the file in place (a peer's file, or a spill file handed to its consumer). Idempotent. */
     public void unmap() {
-        closer.close(arena::close);
+        closer.close(this::retire);
     }
 
     /** Unlinks and releases our own file, and unmaps. Idempotent. */
@@ -216,7 +283,7 @@ public final class MappedSegment implements AutoCloseable {
                     owned.close();
                 }
             } finally {
-                arena.close();
+                retire();
             }
         });
     }

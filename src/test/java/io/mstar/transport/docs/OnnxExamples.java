@@ -49,4 +49,19 @@ final class OnnxExamples {
         }
         // end::firstStage[]
     }
+
+    /** The last stage: its input read in place, its outputs in ORT's own memory. */
+    static float[][] lastStage(TensorTransport transport, TensorChannel mailbox, OrtSession session, String from,
+                               TensorDescriptor d) throws OrtException {
+        // tag::lastStage[]
+        OrtBridge bridge = new OrtBridge(OrtEnvironment.getEnvironment(), transport);
+        float[][] logits;
+        try (OrtInput x = bridge.input(transport.receive(d));
+             OrtSession.Result result = bridge.run(session, Map.of("x", x))) { // held mapped for the run
+            logits = (float[][]) result.get(0).getValue();  // ORT's memory: valid after the input closes
+        }
+        mailbox.sendAcks(from, List.of(d.uuid()));
+        // end::lastStage[]
+        return logits;
+    }
 }
