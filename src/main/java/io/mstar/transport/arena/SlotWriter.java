@@ -8,6 +8,7 @@ import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Owner;
+import io.mstar.transport.lifecycle.TensorUuids;
 import io.mstar.transport.metrics.TransportCounters;
 import io.mstar.transport.spill.SpillStore;
 
@@ -15,7 +16,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * A tensor's way into one arena transport: a slot up the {@link CapacityLadder}, tracked in flight
@@ -79,9 +79,10 @@ final class SlotWriter {
 
     /** Sends one tensor and writes its descriptor's record at {@code offset} of {@code out}; allocates nothing. */
     int sendInto(String requestId, Tensor tensor, MemorySegment out, long offset) {
-        ThreadLocalRandom random = ThreadLocalRandom.current();
-        long msb = random.nextLong();
-        long lsb = random.nextLong();
+        TensorUuids uuids = TensorUuids.current();
+        uuids.next();
+        long msb = uuids.msb();
+        long lsb = uuids.lsb();
         long nbytes = tensor.nbytes();
         long slot = reserve(msb, lsb, nbytes);
         if (slot == SegmentedArena.FULL) {
@@ -108,9 +109,10 @@ final class SlotWriter {
      */
     TensorClaim claim(String requestId, DType dtype, long[] shape) {
         long nbytes = Tensor.byteSize(dtype, shape);
-        ThreadLocalRandom random = ThreadLocalRandom.current();
-        long msb = random.nextLong();
-        long lsb = random.nextLong();
+        TensorUuids uuids = TensorUuids.current();
+        uuids.next();
+        long msb = uuids.msb();
+        long lsb = uuids.lsb();
         long slot = ladder.reserve(nbytes);
         if (slot == SegmentedArena.FULL) {
             return spill.claim(requestId, dtype, shape, new UUID(msb, lsb), counters, true);

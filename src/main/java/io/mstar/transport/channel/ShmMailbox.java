@@ -16,6 +16,7 @@ import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.DirectoryEntries;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.OwnedFile;
+import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
@@ -40,7 +41,6 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
@@ -119,7 +119,7 @@ public final class ShmMailbox implements TensorChannel {
         this.deadWriters = new DeadWriters(inbox, file, entity);
         long incarnation;
         do {
-            incarnation = ThreadLocalRandom.current().nextLong();
+            incarnation = Owner.newUuid().getLeastSignificantBits(); // unguessable by peers
         } while (incarnation == 0);
         VarHandle.releaseFence(); // the ring's initial state before the incarnation that says it is ready
         file.memory().set(ValueLayout.JAVA_LONG, MailboxDescriptor.INCARNATION_OFFSET, incarnation);

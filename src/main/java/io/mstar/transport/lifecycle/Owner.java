@@ -6,7 +6,6 @@ import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * One owner of files in the shared-memory directory: a transport of one process, whose segments, spill
@@ -42,10 +41,9 @@ public record Owner(Path dir, Namespace namespace, String entity, String nonce) 
         return HexFormat.of().formatHex(random);
     }
 
-    /** A random uuid for a tensor; ThreadLocalRandom avoids SecureRandom's cost and lock on the hot path. */
+    /** A random uuid for a tensor, not derivable from earlier ones ({@link TensorUuids}). */
     public static UUID newUuid() {
-        ThreadLocalRandom r = ThreadLocalRandom.current();
-        return new UUID(r.nextLong(), r.nextLong());
+        return TensorUuids.newUuid();
     }
 
     public String segmentName(int index) {
