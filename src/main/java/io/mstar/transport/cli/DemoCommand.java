@@ -12,11 +12,11 @@ import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.channel.ShmMailbox;
+import io.mstar.transport.lifecycle.DirectoryEntries;
 import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ParentWatch;
-import io.mstar.transport.lifecycle.DirectoryEntries;
 import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.lifecycle.ShmNames;
 
@@ -42,7 +42,6 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
 
 /**
  * {@code mstar-shm demo}: a consumer process and a producer process (child JVMs of this one) stream
