@@ -15,7 +15,7 @@ import java.util.UUID;
  * through {@link #next()}, {@link #msb()} and {@link #lsb()}.
  */
 public final class TensorUuids {
-    static final int BATCH_BYTES = 4096;
+    static final int BATCH_BYTES = 64 << 10; // a DRBG call allocates about 200 B: 0.05 B per uuid at this size
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
     private static final ThreadLocal<TensorUuids> PER_THREAD = ThreadLocal.withInitial(TensorUuids::new);
 
