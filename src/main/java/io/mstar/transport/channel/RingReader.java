@@ -52,11 +52,14 @@ final class RingReader {
      * many it handed on. A record handed on lies wholly inside the ring.
      */
     int read(MessageHandler handler, int limit) {
+        int headIndex = (int) head & (capacity - 1);
+        if (buffer.getIntVolatile(headIndex) == 0) {
+            return 0; // nothing committed: an idle poll reads one word, as Agrona's does, not the writers' tail
+        }
         long claimed = buffer.getLongVolatile(tailPositionIndex) - head;
         if (claimed <= 0) {
             return 0;
         }
-        int headIndex = (int) head & (capacity - 1);
         int end = (int) Math.min(capacity - headIndex, claimed); // bytes this read may cover
         int bytesRead = 0;
         int messages = 0;
