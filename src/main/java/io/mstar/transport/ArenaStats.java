@@ -10,7 +10,9 @@ import java.util.Locale;
  * @param usedBytes             bytes in live slots (each rounded up to the 256-byte alignment)
  * @param freeBytes             {@code capacityBytes - usedBytes}
  * @param largestFreeBlockBytes the largest slot a reserve could get without growing
- * @param fragmentation         {@code 1 - largestFreeBlockBytes / freeBytes}, 0 when nothing is free
+ * @param fragmentation         the share of free bytes outside their segment's largest free block
+ *                              ({@code 1 - sum of each segment's largest free block / freeBytes}): 0 for an empty
+ *                              arena of any number of segments, and when nothing is free
  * @param liveSlots             slots reserved and not yet freed
  * @param reserves              successful reserves since start
  * @param frees                 successful frees since start

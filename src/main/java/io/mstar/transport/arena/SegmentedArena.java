@@ -309,6 +309,7 @@ public final class SegmentedArena implements AutoCloseable {
         long capacity = 0;
         long used = 0;
         long largest = 0;
+        long largestPerSegment = 0; // a block cannot span segments: each segment's largest counts whole
         long live = 0;
         for (int p = 0; p < positionsInUse; p++) {
             FirstFitAllocator allocator = allocators[p];
@@ -316,11 +317,12 @@ public final class SegmentedArena implements AutoCloseable {
                 capacity += allocator.capacityBytes();
                 used += allocator.usedBytes();
                 largest = Math.max(largest, allocator.largestFreeBlockBytes());
+                largestPerSegment += allocator.largestFreeBlockBytes();
                 live += allocator.liveSlots();
             }
         }
         long free = capacity - used;
-        double fragmentation = free == 0 ? 0.0 : 1.0 - (double) largest / free;
+        double fragmentation = free == 0 ? 0.0 : 1.0 - (double) largestPerSegment / free;
         return new ArenaStats(segmentCount, capacity, used, free, largest, fragmentation, live,
             reserves, frees, failedReserves, refusedFrees);
     }

@@ -13,6 +13,7 @@ import java.nio.file.attribute.BasicFileAttributeView;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFileAttributes;
+import java.util.function.ToLongFunction;
 
 /**
  * What a shared-memory directory holds, read without following links, and removal through directory
@@ -55,21 +56,20 @@ public final class DirectoryEntries {
      * @throws IOException when {@code dir} cannot be opened as a directory stream with handles
      */
     public static long deleteTree(Path dir, String name) throws IOException {
-        try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir)) {
-            if (!(stream instanceof SecureDirectoryStream<Path> handle)) {
-                throw new IOException("this platform removes no files through directory handles: " + dir);
-            }
-            return delete(handle, Path.of(name));
-        }
+        return throughHandle(dir, handle -> delete(handle, Path.of(name)));
     }
 
     /** Removes every entry of {@code dir} through its handle, as {@link #deleteTree}; {@code dir} stays. */
     public static long deleteContents(Path dir) throws IOException {
+        return throughHandle(dir, DirectoryEntries::deleteEntries);
+    }
+
+    private static long throughHandle(Path dir, ToLongFunction<SecureDirectoryStream<Path>> action) throws IOException {
         try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir)) {
             if (!(stream instanceof SecureDirectoryStream<Path> handle)) {
                 throw new IOException("this platform removes no files through directory handles: " + dir);
             }
-            return deleteEntries(handle);
+            return action.applyAsLong(handle);
         }
     }
 

@@ -21,8 +21,9 @@ import static io.mstar.transport.posix.Posix.O_RDWR;
  * owner keeps open until the file is removed. The kernel drops the lock when the owner's process dies,
  * however it dies, and only then can a {@link Reclaimer} take it: no PIDs, heartbeats or file ages.
  *
- * <p>Every owned file is registered with {@link ShutdownCleanup} from its making to its close, so a
- * SIGTERM or SIGINT at any instant removes it, whatever holds it.
+ * <p>Every owned file (not a directory) is registered with {@link ShutdownCleanup} from its making to its
+ * close, so a SIGTERM or SIGINT at any instant removes it, whatever holds it. A directory holds other
+ * owners' files, which must go first: whoever holds it closes it (the demo's own hook, the cross-node link).
  *
  * <p>Creation is race-free against a concurrent sweep: a sweep may lock and unlink the new file between
  * its creation and our lock, so after locking we check that the inode at the path is still ours, and
@@ -70,10 +71,6 @@ public final class OwnedFile implements AutoCloseable {
      * belong to other owners, such as the demo's); closing removes it if it is empty by then.
      */
     public static OwnedFile createDirectory(Path dir, String name) {
-        return ShutdownCleanup.registerNew(() -> createLockedDirectory(dir, name));
-    }
-
-    private static OwnedFile createLockedDirectory(Path dir, String name) {
         Path directory = dir.resolve(name);
         String path = directory.toString();
         while (true) {

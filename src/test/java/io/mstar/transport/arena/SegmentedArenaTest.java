@@ -187,6 +187,24 @@ class SegmentedArenaTest {
     }
 
     @Test
+    void fragmentationCountsHolesWithinSegmentsNotTheSplitBetweenThem() {
+        try (SegmentedArena arena = arena(2)) {
+            long first = arena.reserve(SEGMENT);
+            long second = arena.reserve(SEGMENT); // a second segment
+            assertEquals(FreeOutcome.FREED, arena.free(first));
+            assertEquals(FreeOutcome.FREED, arena.free(second));
+            assertEquals(0.0, arena.stats().fragmentation(), "two empty segments: nothing is fragmented");
+            long a = arena.reserve(SEGMENT / 4);
+            long b = arena.reserve(SEGMENT / 4);
+            assertEquals(FreeOutcome.FREED, arena.free(a)); // a quarter free before b, half after it
+            ArenaStats stats = arena.stats();
+            assertEquals(1.0 - (SEGMENT / 2 + SEGMENT) / (double) (SEGMENT / 4 + SEGMENT / 2 + SEGMENT),
+                stats.fragmentation(), 1e-9);
+            assertEquals(FreeOutcome.FREED, arena.free(b));
+        }
+    }
+
+    @Test
     void closedArenaRefusesUse() {
         SegmentedArena arena = arena(1);
         arena.reserve(10);
