@@ -33,7 +33,7 @@ import static io.mstar.transport.posix.Posix.PROT_WRITE;
  * first copy, and it never moves: its address stays valid until {@link #close()}, which unmaps it
  * through its own shared {@link Arena}. Closing is idempotent.
  *
- * <p>Native code that reads or writes the mapping through a raw address (ONNX Runtime, a CUDA copy) is
+ * <p>Native code that reads or writes the mapping through a raw address (ONNX Runtime, say) is
  * invisible to the {@code Arena}: it holds the mapping with {@link NativeUse}, and a close while it does
  * unlinks the file at once but leaves the unmapping to the last native user's release. A native use asked
  * for after the close is refused.
