@@ -42,7 +42,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 import java.util.function.ToIntFunction;
 
@@ -61,15 +60,18 @@ import java.util.function.ToIntFunction;
  * inode the sender mapped, so removing a live mailbox's name by hand does not make its owner look dead.
  *
  * Messages are laid out as {@link MailboxMessage} says. The ring buffer publishes a record by writing its
- * positive length last (Agrona's rule). A sender that dies between claiming and committing a record would
- * block the ring: {@link DeadWriters} skips such a record once its writer is known dead.
+ * positive length last (Agrona's rule). Senders write with Agrona's calls; the receiver reads with
+ * {@link RingReader}, which believes no length a writer put there, and counts what it refuses in
+ * {@link Refusals}. A sender that dies between claiming and committing a record would block the ring:
+ * {@link DeadWriters} skips such a record once its writer is known dead.
  *
  * <p>Needs the JVM flag {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} on JDK 25 (Agrona
  * 2.6's buffers use that package); {@link #open} checks for it first and names the flag.
  *
  * <p>One class on purpose: its receive side, its send loop and close share one guard (a thread touches
  * a ring only between {@code enter()} and {@code exit()}); the peers' mappings are
- * {@link PeerMailboxes}', the recovery from dead writers {@link DeadWriters}', the message layout
+ * {@link PeerMailboxes}', the recovery from dead writers {@link DeadWriters}', the checked reading
+ * {@link RingReader}'s and its refusals {@link Refusals}', the message layout
  * {@link MailboxMessage}'s and the file layout {@link MailboxDescriptor}'s.
  */
 public final class ShmMailbox implements TensorChannel {
@@ -89,10 +91,8 @@ public final class ShmMailbox implements TensorChannel {
     private volatile ConsumerLiveness producer; // told which consumer each descriptor batch went to
     private final ManyToOneRingBuffer inbox;
     private final RingReader inboxReader; // reads the ring believing none of its lengths
-    private final AtomicLong garbageRecords = new AtomicLong();
-    private long warnedAtNs; // polling thread only
     private final PeerMailboxes peers;
-    private final AtomicLong badMessages = new AtomicLong();
+    private final Refusals refusals;
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
     // One message buffer per sending thread, as large as any peer's largest message: sends allocate none.
     private final ThreadLocal<Outbox> outboxes = ThreadLocal.withInitial(Outbox::allocate);
@@ -116,6 +116,7 @@ public final class ShmMailbox implements TensorChannel {
         this.peers = new PeerMailboxes(dir, namespace, entity);
         this.inbox = PeerMailbox.ring(file);
         this.inboxReader = new RingReader(inbox);
+        this.refusals = new Refusals(entity);
         this.deadWriters = new DeadWriters(inbox, file, entity);
         long incarnation;
         do {
@@ -431,7 +432,7 @@ public final class ShmMailbox implements TensorChannel {
             long skippedBefore = inboxReader.skippedRecords();
             read = inboxReader.read(polled, limit);
             if (inboxReader.skippedRecords() != skippedBefore) {
-                skippedGarbage(inboxReader.skippedRecords() - skippedBefore);
+                refusals.garbage(inboxReader.skippedRecords() - skippedBefore, inboxReader.skippedBytes());
             }
             if (read == 0) {
                 deadWriters.nothingRead();
@@ -450,36 +451,13 @@ public final class ShmMailbox implements TensorChannel {
                         polled.dispatchRecords(i, records);
                     }
                 } catch (RuntimeException e) {
-                    badMessages.incrementAndGet();
-                    (warnNow() ? LOG.atWarn() : LOG.atDebug()).log("mailbox message refused: entity={}, type={},"
-                        + " length={}, refused so far={}: {}", entity, polled.type(i), polled.length(i), badMessages.get(),
-                        e.toString());
+                    refusals.message(polled.type(i), polled.length(i), e);
                 }
             }
         } finally {
             polled.clear();
         }
         return read;
-    }
-
-    // Whether a refusal is said at WARN: the first one, then one every ten seconds (a hostile writer must not
-    // flood the log); the others go to DEBUG.
-    private boolean warnNow() {
-        long now = System.nanoTime();
-        if (warnedAtNs != 0 && now - warnedAtNs < 10_000_000_000L) {
-            return false;
-        }
-        warnedAtNs = now;
-        return true;
-    }
-
-    // A writer put records in the ring that cannot be ours: counted, and said.
-    private void skippedGarbage(long records) {
-        long total = garbageRecords.addAndGet(records);
-        if (warnNow()) {
-            LOG.warn("mailbox skipped records of impossible length or type (a writer of this user wrote garbage into"
-                + " the ring): entity={}, skippedRecords={}, skippedBytes={}", entity, total, inboxReader.skippedBytes());
-        }
     }
 
     @Override
@@ -524,12 +502,12 @@ public final class ShmMailbox implements TensorChannel {
 
     /** Messages that could not be decoded or whose listener threw. */
     public long badMessages() {
-        return badMessages.get();
+        return refusals.messages();
     }
 
     /** Records skipped in the ring because their length or type was impossible. */
     public long garbageRecords() {
-        return garbageRecords.get();
+        return refusals.garbageRecords();
     }
 
     /** Times a record abandoned by a dead writer was skipped. */
