@@ -15,9 +15,7 @@ import io.mstar.transport.shm.NativeUse;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -162,10 +160,18 @@ public final class OrtBridge {
 
     // Holds the mappings under every input and output until ORT is done with them.
     private static NativeUse hold(Map<String, OrtInput> inputs, Map<String, OrtOutput> outputs) {
-        List<MemorySegment> memories = new ArrayList<>(inputs.size() + outputs.size());
-        inputs.forEach((name, input) -> memories.add(input.memory(name)));
-        outputs.forEach((name, output) -> memories.add(output.memory(name)));
-        return NativeUse.of(memories.toArray(MemorySegment[]::new));
+        NativeUse use = new NativeUse();
+        boolean ok = false;
+        try {
+            inputs.forEach((name, input) -> use.hold("ORT input " + name, input.memory(name)));
+            outputs.forEach((name, output) -> use.hold("ORT output " + name, output.memory(name)));
+            ok = true;
+            return use;
+        } finally {
+            if (!ok) {
+                use.close();
+            }
+        }
     }
 
     // The outputs' ORT tensors, each checked.

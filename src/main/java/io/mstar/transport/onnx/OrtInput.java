@@ -37,37 +37,25 @@ public final class OrtInput implements AutoCloseable {
         return tensor;
     }
 
-    // The memory under the tensor, for the run to hold; throws, naming the input, once it is closed.
+    // The memory under the tensor, for the run to hold (which checks it is still mapped); throws, naming the
+    // input, once the input or its received view is closed.
     MemorySegment memory(String name) {
-        if (closed) {
-            throw new IllegalStateException("ORT input " + name + " (uuid=" + descriptor().uuid() + ") is closed");
-        }
-        try {
-            return received.data();
-        } catch (IllegalStateException viewClosed) {
-            throw new IllegalStateException("ORT input " + name + " (uuid=" + descriptor().uuid() + "): its received"
-                + " tensor was closed by hand", viewClosed);
-        }
-    }
-
-    // What a run may hand to ORT: a tensor that is open, over a view that is open and still mapped.
-    OnnxTensor usableTensor(String name) {
         String what = "ORT input " + name + " (uuid=" + descriptor().uuid() + ")";
         if (closed) {
             throw new IllegalStateException(what + " is closed");
         }
-        if (tensor.isClosed()) {
-            throw new IllegalStateException(what + ": its OnnxTensor was closed by hand");
-        }
         try {
-            if (!received.data().scope().isAlive()) {
-                throw new IllegalStateException(what + ": its memory is no longer mapped (the transport closed)");
-            }
+            return received.data();
         } catch (IllegalStateException viewClosed) {
-            if (viewClosed.getMessage().startsWith(what)) {
-                throw viewClosed;
-            }
             throw new IllegalStateException(what + ": its received tensor was closed by hand", viewClosed);
+        }
+    }
+
+    // What a run may hand to ORT once it holds memory(name): a tensor that is still open.
+    OnnxTensor usableTensor(String name) {
+        if (tensor.isClosed()) {
+            throw new IllegalStateException("ORT input " + name + " (uuid=" + descriptor().uuid() + "): its OnnxTensor"
+                + " was closed by hand");
         }
         return tensor;
     }

@@ -72,7 +72,8 @@ public final class OrtOutput implements AutoCloseable {
         }
     }
 
-    // The memory ORT writes, for the run to hold; throws, naming the output, once it was published or closed.
+    // The memory ORT writes, for the run to hold (which checks it is still mapped); throws, naming the output,
+    // once it was published, aborted or closed.
     MemorySegment memory(String name) {
         if (ended) {
             throw new IllegalStateException("ORT output " + name + " was published, aborted or closed: ORT must not"
@@ -81,12 +82,9 @@ public final class OrtOutput implements AutoCloseable {
         return memory;
     }
 
-    // What a run may hand to ORT: an open tensor over memory that is still this output's and still mapped.
+    // What a run may hand to ORT once it holds memory(name): an open tensor over memory that is still this output's.
     OnnxTensor usableTensor(String name) {
         String what = "ORT output " + name;
-        if (ended) {
-            throw new IllegalStateException(what + " was published, aborted or closed: ORT must not write there");
-        }
         if (tensor.isClosed()) {
             throw new IllegalStateException(what + ": its OnnxTensor was closed by hand");
         }
@@ -96,9 +94,6 @@ public final class OrtOutput implements AutoCloseable {
             } catch (IllegalStateException claimEnded) {
                 throw new IllegalStateException(what + ": its claim was published or aborted by hand", claimEnded);
             }
-        }
-        if (!memory.scope().isAlive()) {
-            throw new IllegalStateException(what + ": its memory is no longer mapped");
         }
         return tensor;
     }

@@ -5,59 +5,54 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A hold on the mappings under memory that native code is about to read or write through its raw address
- * (ONNX Runtime over a received tensor or a claimed slot, say): while it is held, a close of the transport,
- * a shutdown hook or a peer-segment release does not unmap them ({@link MappedSegment}). Memory that is
- * not one of this library's mappings (the heap, ORT's own, the caller's) needs no hold.
+ * Holds on the mappings under memory that native code is about to read or write through its raw address
+ * (ONNX Runtime over a received tensor or a claimed slot, say): while they are held, a close of the
+ * transport, a shutdown hook or a peer-segment release does not unmap them ({@link MappedSegment}). Memory
+ * that is not one of this library's mappings (the heap, ORT's own, the caller's) needs no hold. Used by one
+ * thread.
  *
  * <pre>
- *   try (NativeUse use = NativeUse.of(input, output)) {
+ *   try (NativeUse use = new NativeUse().hold("input x", x).hold("output y", y)) {
  *       session.run(...); // the mappings stay until here
  *   }
  * </pre>
  */
 public final class NativeUse implements AutoCloseable {
-    private final List<MappedSegment> held;
-
-    private NativeUse(List<MappedSegment> held) {
-        this.held = held;
-    }
+    private final List<MappedSegment> held = new ArrayList<>();
 
     /**
-     * Holds the mappings under each memory.
+     * Holds the mapping under {@code memory}; on a refusal, releases what this use held so far.
      *
-     * @throws IllegalStateException naming the memory when its mapping is closed: native code must not touch it
+     * @throws IllegalStateException naming {@code what} when its memory is no longer mapped: native code must
+     *                               not touch it
      */
-    public static NativeUse of(MemorySegment... memories) {
-        List<MappedSegment> held = new ArrayList<>(memories.length);
+    public NativeUse hold(String what, MemorySegment memory) {
+        if (!memory.isNative()) {
+            return this;
+        }
+        MappedSegment mapping = MappedSegment.sharedMappingOf(memory.address(), memory.byteSize());
         boolean ok = false;
         try {
-            for (MemorySegment memory : memories) {
-                if (!memory.isNative()) {
-                    continue;
+            if (mapping != null) {
+                if (!mapping.beginNativeUse()) {
+                    throw new IllegalStateException(what + ": its memory is no longer mapped (its transport closed):"
+                        + " path=" + mapping.path());
                 }
-                MappedSegment mapping = MappedSegment.sharedMappingOf(memory.address(), memory.byteSize());
-                if (mapping != null) {
-                    if (!mapping.beginNativeUse()) {
-                        throw new IllegalStateException("memory is no longer mapped (its transport closed): path="
-                            + mapping.path());
-                    }
-                    held.add(mapping);
-                }
-                if (!memory.scope().isAlive()) { // held or not ours: either way it must be alive now
-                    throw new IllegalStateException("memory is no longer mapped (its transport closed)");
-                }
+                held.add(mapping);
+            }
+            if (!memory.scope().isAlive()) { // held or not ours: either way it must be alive now
+                throw new IllegalStateException(what + ": its memory is no longer mapped (its transport closed)");
             }
             ok = true;
-            return new NativeUse(held);
+            return this;
         } finally {
             if (!ok) {
-                held.forEach(MappedSegment::endNativeUse);
+                close();
             }
         }
     }
 
-    /** Releases every hold; a mapping closed meanwhile is unmapped by its last release. */
+    /** Releases every hold; a mapping closed meanwhile is unmapped by its last release. Idempotent. */
     @Override
     public void close() {
         held.forEach(MappedSegment::endNativeUse);
