@@ -11,8 +11,7 @@ import java.nio.file.Path;
 import java.nio.file.SecureDirectoryStream;
 import java.nio.file.attribute.BasicFileAttributeView;
 import java.nio.file.attribute.BasicFileAttributes;
-import java.nio.file.attribute.PosixFileAttributeView;
-import java.nio.file.attribute.PosixFileAttributes;
+import java.util.Map;
 import java.util.function.ToLongFunction;
 
 /**
@@ -25,23 +24,31 @@ public final class DirectoryEntries {
     private DirectoryEntries() {
     }
 
+    /** An entry as one {@code lstat} saw it: its owner and its type. */
+    public record Seen(int uid, int mode) {
+        public boolean isSymbolicLink() {
+            return (mode & Posix.S_IFMT) == Posix.S_IFLNK;
+        }
+
+        public boolean isRegularFile() {
+            return (mode & Posix.S_IFMT) == Posix.S_IFREG;
+        }
+    }
+
     /** An entry as it is now, its links not followed; null when it is gone. */
-    public static PosixFileAttributes attributes(Path entry) {
+    public static Seen seen(Path entry) {
         try {
-            return Files.getFileAttributeView(entry, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
-                .readAttributes();
-        } catch (IOException e) {
+            Map<String, Object> a = Files.readAttributes(entry, "unix:uid,mode", LinkOption.NOFOLLOW_LINKS);
+            return new Seen((Integer) a.get("uid"), (Integer) a.get("mode"));
+        } catch (IOException | UnsupportedOperationException e) {
             return null;
         }
     }
 
     /** The uid that owns {@code entry} (the link itself for a link), or -1 when it is gone. */
     public static int ownerUid(Path entry) {
-        try {
-            return (Integer) Files.getAttribute(entry, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-        } catch (IOException | UnsupportedOperationException e) {
-            return -1;
-        }
+        Seen seen = seen(entry);
+        return seen == null ? -1 : seen.uid();
     }
 
     /** Whether the invoking user owns {@code entry} (false when it is gone). */

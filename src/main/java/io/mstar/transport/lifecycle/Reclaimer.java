@@ -12,7 +12,6 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
@@ -120,9 +119,8 @@ public final class Reclaimer {
     private static long reclaimIfDead(Path dir, String name, boolean otherUsers) {
         Path entry = dir.resolve(name);
         String path = entry.toString();
-        PosixFileAttributes seen = DirectoryEntries.attributes(entry);
-        int uid = DirectoryEntries.ownerUid(entry);
-        if (seen == null || uid != Posix.geteuid() && !otherUsers) {
+        DirectoryEntries.Seen seen = DirectoryEntries.seen(entry);
+        if (seen == null || seen.uid() != Posix.geteuid() && !otherUsers) {
             return -1;
         }
         if (seen.isSymbolicLink()) { // we never create links: one at our name is planted; removing it follows nothing
@@ -142,7 +140,7 @@ public final class Reclaimer {
                 return -1; // its owner lives
             }
             Posix.FileStatus status = Posix.fstat(fd, path);
-            if (!status.isRegularFile() || status.uid() != uid || !OwnedFile.isStillAt(fd, path)) {
+            if (!status.isRegularFile() || status.uid() != seen.uid() || !OwnedFile.isStillAt(fd, path)) {
                 return -1;
             }
             return unlinkQuietly(path) ? status.sizeBytes() : -1;
