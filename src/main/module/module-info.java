@@ -1,7 +1,9 @@
 /**
  * mstar-transport: tensors between processes of one machine through a shared-memory arena.
- * The API is the root package, the descriptor codec (for applications that carry descriptors on a
- * channel of their own), the ONNX Runtime adapter and the Micrometer binder; the other packages are implementation.
+ * The API is the root package (the endpoint, tensors, descriptors, configuration, stats, and the transport
+ * and channel underneath), its exceptions, the descriptor codec and consumer liveness (for applications that
+ * carry descriptors on a channel of their own), batch staging and the device path, the JMX interface, the
+ * ONNX Runtime adapter and the Micrometer binder; the other packages are implementation.
  */
 module io.mstar.transport {
     requires java.management; // each transport's MXBean
@@ -13,7 +15,13 @@ module io.mstar.transport {
     requires static io.aeron.client; // the cross-node path, for those who set MSTAR_REMOTE_*
     requires static io.aeron.driver; // its embedded media driver
     exports io.mstar.transport;
+    exports io.mstar.transport.exceptions;
     exports io.mstar.transport.codec;
+    exports io.mstar.transport.liveness;
+    exports io.mstar.transport.staging;
+    exports io.mstar.transport.jmx;
     exports io.mstar.transport.onnx;
     exports io.mstar.transport.micrometer;
+    uses io.mstar.transport.TensorTransports.Assembly; // the API finds its implementation without naming it
+    provides io.mstar.transport.TensorTransports.Assembly with io.mstar.transport.endpoint.DefaultAssembly;
 }

@@ -1,7 +1,7 @@
 package io.mstar.transport;
 
-import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 
 import java.nio.file.Path;
 import java.util.Objects;
@@ -10,8 +10,8 @@ import java.util.Objects;
  * Where one process of a deployment keeps its files and under which names: the configuration (with the
  * shared-memory directory), the deployment's namespace and this process's entity. Build it once per
  * process and pass it to {@link TensorTransports#create(Deployment, boolean)},
- * {@link TensorChannels#mailbox(Deployment, TensorTransport)} and
- * {@link io.mstar.transport.codec.DescriptorCodec#decode(byte[], Deployment)}: every file name and lock of
+ * {@link TensorTransports#mailbox(Deployment, TensorTransport)} and
+ * {@code DescriptorCodec.decode(byte[], Deployment)}: every file name and lock of
  * the process is derived from it, in one place.
  */
 public final class Deployment {

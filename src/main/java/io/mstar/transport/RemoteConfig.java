@@ -1,6 +1,7 @@
 package io.mstar.transport;
 
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.exceptions.ConfigurationException;
+import io.mstar.transport.naming.ShmNames;
 
 import java.nio.file.Path;
 import java.time.Duration;

@@ -1,7 +1,7 @@
 package io.mstar.transport;
 
 /**
- * An immutable snapshot of this process's cross-node path ({@link TensorChannel#remoteStats()}).
+ * An immutable snapshot of this process's cross-node path ({@link TensorEndpoint#remoteStats()}).
  *
  * @param tensorsSent      tensors this process sent to entities on other nodes
  * @param bytesSent        their bytes

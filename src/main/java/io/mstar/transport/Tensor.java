@@ -12,7 +12,7 @@ import java.util.Objects;
  * @param shape dimensions; a copy is kept
  * @param data  exactly {@code product(shape) x dtype.itemBytes()} bytes
  */
-public record Tensor(DType dtype, long[] shape, MemorySegment data) implements Shaped {
+public record Tensor(DType dtype, long[] shape, MemorySegment data) {
     /** Most dimensions a tensor may have (the descriptor format's limit). */
     public static final int MAX_RANK = 8;
 
@@ -38,12 +38,12 @@ public record Tensor(DType dtype, long[] shape, MemorySegment data) implements S
         return shape.clone();
     }
 
-    @Override
+    /** The number of dimensions. */
     public int rank() {
         return shape.length;
     }
 
-    @Override
+    /** Dimension {@code i}, read without copying the shape. */
     public long dim(int i) {
         return shape[i];
     }

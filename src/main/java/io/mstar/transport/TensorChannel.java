@@ -1,18 +1,23 @@
 package io.mstar.transport;
 
+import io.mstar.transport.exceptions.PeerUnavailableException;
+
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 
 /**
  * Carries descriptor batches from producers to consumers and ACK batches back, between the entities
- * of one deployment. The built-in implementation is a shared-memory mailbox per receiving entity
- * ({@link TensorChannels#mailbox}); an application with a channel of its own (its RPC, a queue) can
- * carry descriptors instead, encoded with {@code io.mstar.transport.codec.DescriptorCodec} or as it
- * likes, and call {@link TensorTransport#receive} and {@link TensorTransport#ack} itself.
+ * of one deployment: underneath {@link TensorEndpoint}, which reads and writes it for you. The built-in
+ * implementation is a shared-memory mailbox per receiving entity ({@link TensorTransports#mailbox}); an
+ * application with a channel of its own (its RPC, a queue) carries descriptors there instead, encoded
+ * with {@code DescriptorCodec} (package {@code codec}) or as it likes, and calls
+ * {@link TensorTransport#receive} and {@link TensorTransport#ack} itself.
+ *
+ * <p>The allocation-free calls (one record, one ACK by uuid halves, items in place) are a view of their
+ * own, {@link #records()}.
  */
 public interface TensorChannel extends AutoCloseable {
     /**
@@ -75,40 +80,8 @@ public interface TensorChannel extends AutoCloseable {
      */
     int receive(Listener listener, Duration timeout);
 
-    /**
-     * Sends one descriptor's record as it is (its {@code DescriptorCodec} binary form, as
-     * {@link TensorClaim#publish(MemorySegment, long)} or {@link TensorTransport#sendInto} wrote it): with
-     * {@link #sendAck}, {@link #pollRecords} and {@link TensorTransport#receive(MemorySegment, long, int, TensorReader)},
-     * a round trip that allocates nothing in steady state (unless a transport is attached to report to).
-     *
-     * @throws PeerUnavailableException as {@link #sendDescriptors(String, List)}
-     * @throws DescriptorFormatException when the bytes are not one record of {@code length} bytes
-     */
-    void sendDescriptorRecord(String toEntity, MemorySegment record, long offset, int length);
-
-    /** Sends one ACK by its uuid's halves; allocates nothing. */
-    void sendAck(String toEntity, long uuidMsb, long uuidLsb);
-
-    /**
-     * Sends {@code count} ACKs in as few messages as fit, their uuids' halves in {@code uuidHalves} (most
-     * significant, least significant, then the next): a consumer that gathers the ACKs of one poll sends
-     * them at once. Allocates nothing.
-     */
-    void sendAcks(String toEntity, long[] uuidHalves, int count);
-
-    /**
-     * As {@link #poll}, handing each descriptor record and each ACK to the listener one by one, in place; for
-     * a sender seen last, it allocates nothing.
-     */
-    int pollRecords(RecordListener listener, int limit);
-
-    /**
-     * The cross-node path's counters, when this channel takes part in one (the mailbox with
-     * {@code MSTAR_REMOTE_*} set); empty otherwise.
-     */
-    default Optional<RemoteStats> remoteStats() {
-        return Optional.empty();
-    }
+    /** The same channel's allocation-free calls. */
+    Records records();
 
     @Override
     void close();
@@ -121,10 +94,39 @@ public interface TensorChannel extends AutoCloseable {
     }
 
     /**
-     * Receives messages item by item, in place ({@link #pollRecords}); called on the polling thread. A record is
-     * valid only during the call: receive it ({@link TensorTransport#receive(MemorySegment, long, int, TensorReader)}),
-     * decode it ({@code DescriptorCodec.decode}) or copy it. It may throw: the rest of that message is then
-     * counted as failed.
+     * A channel's calls that allocate nothing in steady state: with {@link TensorRecords}, a round trip of
+     * records and uuid halves (unless a transport is attached to the mailbox to report to).
+     */
+    interface Records {
+        /**
+         * Sends one descriptor's record as it is (as {@link TensorRecords#sendInto} or
+         * {@link TensorClaim#publish(MemorySegment, long)} wrote it).
+         *
+         * @throws PeerUnavailableException as {@link #sendDescriptors(String, List)}
+         * @throws io.mstar.transport.exceptions.DescriptorFormatException when the bytes are not one record of
+         *                                                                 {@code length} bytes
+         */
+        void sendDescriptorRecord(String toEntity, MemorySegment record, long offset, int length);
+
+        /** Sends one ACK by its uuid's halves. */
+        void sendAck(String toEntity, long uuidMsb, long uuidLsb);
+
+        /**
+         * Sends {@code count} ACKs in as few messages as fit, their uuids' halves in {@code uuidHalves} (most
+         * significant, least significant, then the next): a consumer that gathers the ACKs of one poll sends
+         * them at once.
+         */
+        void sendAcks(String toEntity, long[] uuidHalves, int count);
+
+        /** As {@link #poll}, handing each descriptor record and each ACK to the listener one by one, in place. */
+        int pollRecords(RecordListener listener, int limit);
+    }
+
+    /**
+     * Receives messages item by item, in place ({@link Records#pollRecords}); called on the polling thread. A
+     * record is valid only during the call: receive it ({@link TensorRecords#receive}), decode it
+     * ({@code DescriptorCodec.decode}) or copy it. It may throw: the rest of that message is then counted as
+     * failed.
      */
     interface RecordListener {
         void descriptor(String fromEntity, MemorySegment record, long offset, int length);

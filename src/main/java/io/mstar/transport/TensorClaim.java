@@ -19,6 +19,9 @@ public interface TensorClaim extends AutoCloseable {
     /** The tensor's uuid, as its descriptor will carry it. */
     UUID uuid();
 
+    /** The request id the tensor was claimed for. */
+    String requestId();
+
     /** Writable memory of exactly the tensor's bytes: a slot of the arena, or a spill file mapped writable. */
     MemorySegment memory();
 

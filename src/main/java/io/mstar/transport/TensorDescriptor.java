@@ -19,7 +19,7 @@ import java.util.UUID;
  * @param offset     byte offset of the tensor in the segment (0 for spill files)
  */
 public record TensorDescriptor(UUID uuid, String requestId, String producer, DType dtype, long[] shape,
-                               long nbytes, Placement placement, String fileName, long offset) implements Shaped {
+                               long nbytes, Placement placement, String fileName, long offset) {
     public TensorDescriptor {
         Objects.requireNonNull(uuid, "uuid");
         Objects.requireNonNull(requestId, "requestId");
@@ -36,13 +36,13 @@ public record TensorDescriptor(UUID uuid, String requestId, String producer, DTy
     }
 
     /** Dimension {@code i} of the shape, without copying it. */
-    @Override
+    /** Dimension {@code i}, read without copying the shape. */
     public long dim(int i) {
         return shape[i];
     }
 
     /** Number of dimensions. */
-    @Override
+    /** The number of dimensions. */
     public int rank() {
         return shape.length;
     }

@@ -1,5 +1,7 @@
 package io.mstar.transport;
 
+import io.mstar.transport.exceptions.ConfigurationException;
+
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;

@@ -120,15 +120,15 @@ class ArtifactLaunchIT {
     }
 
     private void readmePair(List<String> launch) throws Exception {
-        Process consumer = start(launch, "io.mstar.transport.docs.ReadmeConsumer");
-        Process producer = start(launch, "io.mstar.transport.docs.ReadmeProducer");
+        Process consumer = start(launch, "quickstart.Consumer");
+        Process producer = start(launch, "quickstart.Producer");
         assertTrue(producer.waitFor(60, TimeUnit.SECONDS) && consumer.waitFor(60, TimeUnit.SECONDS), "the README pair hung");
         String producerOut = new String(producer.getInputStream().readAllBytes());
         String consumerOut = new String(consumer.getInputStream().readAllBytes());
         assertEquals(0, producer.exitValue(), producerOut);
         assertEquals(0, consumer.exitValue(), consumerOut);
-        assertTrue(producerOut.contains("producer: sent and ACKed"), producerOut);
-        assertTrue(consumerOut.contains("consumer: F32 602112 bytes"), consumerOut);
+        assertTrue(producerOut.contains("producer: Delivery[requestId=request-1, DELIVERED]"), producerOut);
+        assertTrue(consumerOut.contains("consumer: request-1 from producer, F32 602112 bytes"), consumerOut);
     }
 
     private Process start(List<String> launch, String main) throws Exception {
@@ -141,13 +141,13 @@ class ArtifactLaunchIT {
         return builder.start();
     }
 
-    // Only the README's two programs, copied out of the test classes.
+    // Only the README's two programs (the quickstart's), copied out of the test classes.
     private Path readmeClasses() throws Exception {
         Path dir = readme;
-        Path from = Path.of("target/test-classes/io/mstar/transport/docs");
-        Path to = Files.createDirectories(dir.resolve("io/mstar/transport/docs"));
+        Path from = Path.of("target/test-classes/quickstart");
+        Path to = Files.createDirectories(dir.resolve("quickstart"));
         try (var classes = Files.list(from)) {
-            for (Path c : classes.filter(p -> p.getFileName().toString().startsWith("Readme")).toList()) {
+            for (Path c : classes.filter(p -> !p.getFileName().toString().startsWith("Fast")).toList()) {
                 Files.copy(c, to.resolve(c.getFileName()));
             }
         }

@@ -1,6 +1,10 @@
 package io.mstar.transport;
 
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.DescriptorFormatException;
+import io.mstar.transport.exceptions.SegmentAccessException;
+import io.mstar.transport.staging.StagedBatch;
+import io.mstar.transport.staging.StagingRequest;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -32,6 +36,9 @@ public abstract class TensorTransportContract {
 
     /** A transport for {@code entity} in the test's directory, of the implementation under test. */
     protected abstract TensorTransport create(String entity);
+
+    /** Unlinks the files the producer made, as a stopping process does. */
+    protected abstract void unlinkOwnedFiles(TensorTransport producer);
 
     /** The deployment every transport of a contract test belongs to, for {@code entity}. */
     protected Deployment deployment(String entity) {
@@ -105,7 +112,7 @@ public abstract class TensorTransportContract {
         TensorTransport consumer = open("consumer");
         Tensor t = randomTensor(new SplittableRandom(12), DType.I32, 16, 16);
         MemorySegment buffer = MemorySegment.ofArray(new byte[1024]);
-        int length = producer.sendInto("request-9", t, buffer, 100);
+        int length = producer.records().sendInto("request-9", t, buffer, 100);
         TensorDescriptor d = DescriptorCodec.decode(buffer, 100, length, deployment("consumer"));
         assertEquals("request-9", d.requestId());
         assertArrayEquals(t.shape(), d.shape());
@@ -113,7 +120,7 @@ public abstract class TensorTransportContract {
             assertEquals(crc(t.data()), crc(in.data()));
         }
         assertEquals(1, producer.statsSummary().inFlight());
-        producer.ack(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits());
+        producer.records().ack(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits());
         assertEquals(0, producer.statsSummary().inFlight());
         assertEquals(1, producer.statsSummary().acks());
     }
@@ -124,19 +131,19 @@ public abstract class TensorTransportContract {
         TensorTransport consumer = open("consumer");
         Tensor t = randomTensor(new SplittableRandom(21), DType.F32, 8, 32);
         MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]);
-        int length = producer.sendInto("request-21", t, record, 0);
+        int length = producer.records().sendInto("request-21", t, record, 0);
         long[] crcAndCalls = {0, 0};
-        consumer.receive(record, 0, length, (memory, offset, nbytes) -> {
+        consumer.records().receive(record, 0, length, (memory, offset, nbytes) -> {
             crcAndCalls[0] = crc(memory.asSlice(offset, nbytes));
             crcAndCalls[1]++;
         });
         assertEquals(1, crcAndCalls[1]);
         assertEquals(crc(t.data()), crcAndCalls[0]);
         assertEquals(1, consumer.statsSummary().tensorsReceived());
-        producer.ack(DescriptorCodec.uuidMsb(record, 0), DescriptorCodec.uuidLsb(record, 0));
+        producer.records().ack(DescriptorCodec.uuidMsb(record, 0), DescriptorCodec.uuidLsb(record, 0));
         assertEquals(0, producer.statsSummary().inFlight());
         record.set(ValueLayout.JAVA_BYTE, 0, (byte) 0); // the magic
-        assertThrows(DescriptorFormatException.class, () -> consumer.receive(record, 0, length, (m, o, n) -> { }));
+        assertThrows(DescriptorFormatException.class, () -> consumer.records().receive(record, 0, length, (m, o, n) -> { }));
     }
 
     @Test
@@ -209,7 +216,7 @@ public abstract class TensorTransportContract {
         try (ReceivedTensor in = consumer.receive(d)) {
             assertEquals(crc(MemorySegment.ofArray(new byte[100]).fill((byte) 7)), crc(in.data()));
         }
-        producer.ack(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits());
+        producer.records().ack(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits());
 
         TensorClaim aborted = producer.claim("request-5", DType.I64, 16);
         aborted.abort();
@@ -246,12 +253,11 @@ public abstract class TensorTransportContract {
         TensorDescriptor d = producer.send("r", List.of(t)).getFirst();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment target = arena.allocate(d.nbytes());
-            consumer.copyTo(d, target);
+            try (ReceivedTensor in = consumer.receive(d)) {
+                MemorySegment.copy(in.data(), 0, target, 0, d.nbytes());
+            }
             assertEquals(crc(t.data()), crc(target));
         }
-        List<ReceivedTensor> batch = consumer.receive(List.of(d, d));
-        assertEquals(2, batch.size());
-        batch.forEach(ReceivedTensor::close);
         producer.ack(List.of(d.uuid()));
     }
 
@@ -304,7 +310,7 @@ public abstract class TensorTransportContract {
         TensorTransport consumer = open("consumer");
         SplittableRandom r = new SplittableRandom(9);
         TensorDescriptor first = producer.send("r", List.of(randomTensor(r, DType.U8, 64))).getFirst();
-        producer.unlinkOwnedFiles(); // as if the producer had stopped
+        unlinkOwnedFiles(producer); // as if the producer had stopped
         assertThrows(SegmentAccessException.class, () -> consumer.receive(first));
         TensorTransport other = open("producer-2");
         Tensor t = randomTensor(r, DType.U8, 64);
@@ -325,7 +331,7 @@ public abstract class TensorTransportContract {
         for (int i = 0; i < 64; i++) {
             requests.add(new StagingRequest<>("request-" + i, List.of(randomTensor(r, DType.BF16, 8, 1024))));
         }
-        StagedBatch staged = producer.stage(requests);
+        StagedBatch staged = StagedBatch.stage(producer, requests);
         assertEquals(64, staged.descriptors().size());
         for (int i = 0; i < 64; i++) {
             TensorDescriptor d = staged.descriptors().get(i).getFirst();
@@ -379,7 +385,7 @@ public abstract class TensorTransportContract {
         Tensor t = randomTensor(new SplittableRandom(10), DType.F16, 512);
         TensorDescriptor d = producer.send("r", List.of(t)).getFirst();
         try (ReceivedTensor in = consumer.receive(d)) {
-            producer.unlinkOwnedFiles();
+            unlinkOwnedFiles(producer);
             assertEquals(List.of(), ShmTestDir.list(shm.path()).stream().filter(f -> f.contains("_producer_")).toList(),
                 "none of the producer's files stays");
             assertEquals(crc(t.data()), crc(in.data()), "a mapped view survives the unlink");

@@ -1,5 +1,6 @@
 package io.mstar.transport;
 
+import io.mstar.transport.exceptions.ConfigurationException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;

@@ -8,8 +8,10 @@ import org.slf4j.LoggerFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiConsumer;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 
@@ -182,9 +184,10 @@ public final class FanOutAcks {
 
     /**
      * Drops the shares of consumers that {@code alive} says are dead; returns the tensors whose last share
-     * went, which the caller frees. {@code alive} is asked per pending share: the caller caches its verdicts.
+     * went, which the caller frees; {@code lost} hears of each share dropped. {@code alive} is asked per
+     * pending share: the caller caches its verdicts.
      */
-    public List<UUID> dropDead(Predicate<String> alive) {
+    public List<UUID> dropDead(Predicate<String> alive, BiConsumer<UUID, String> lost) {
         List<UUID> freed = new ArrayList<>();
         for (Map.Entry<UUID, Entry> me : entries.entrySet()) {
             Entry e = me.getValue();
@@ -192,6 +195,7 @@ public final class FanOutAcks {
                 for (int i = 0; i < e.consumers.length; i++) {
                     if ((e.pending & (1L << i)) != 0 && !alive.test(e.keys[i])) {
                         e.pending &= ~(1L << i);
+                        lost.accept(me.getKey(), e.keys[i]);
                     }
                 }
                 if (e.pending == 0 && entries.remove(me.getKey(), e)) {
@@ -200,6 +204,19 @@ public final class FanOutAcks {
             }
         }
         return freed;
+    }
+
+    /** Adds the liveness key of every consumer that still holds a share of some tensor. */
+    public void pendingConsumers(Set<String> into) {
+        for (Entry e : entries.values()) {
+            synchronized (e) {
+                for (int i = 0; i < e.consumers.length; i++) {
+                    if ((e.pending & (1L << i)) != 0) {
+                        into.add(e.keys[i]);
+                    }
+                }
+            }
+        }
     }
 
     /** Tensors that some but not all of their consumers have ACKed. */

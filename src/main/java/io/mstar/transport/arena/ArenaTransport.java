@@ -1,28 +1,30 @@
 package io.mstar.transport.arena;
 
-import io.mstar.transport.ConsumerLiveness;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DeviceTransfers;
 import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.TensorReader;
+import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.acks.FanOutAcks;
+import io.mstar.transport.acks.TensorFates;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.StatsFile;
+import io.mstar.transport.liveness.ConsumerLiveness;
+import io.mstar.transport.metrics.StatsJson;
 import io.mstar.transport.metrics.TransportCounters;
 import io.mstar.transport.metrics.TransportJmx;
 import io.mstar.transport.shm.MappedView;
 import io.mstar.transport.shm.PeerSegments;
 import io.mstar.transport.spill.SpillStore;
+import io.mstar.transport.staging.DeviceTransfers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,7 +47,7 @@ import java.util.UUID;
  * {@link Maintenance}; every count is in {@link TransportCounters}. Consumer side: peer segments are
  * mapped once and cached ({@link PeerSegments}); views are read-only slices.
  */
-public final class ArenaTransport implements TensorTransport {
+public final class ArenaTransport implements TensorTransport, TensorRecords, TensorFates.Source {
     private static final Logger LOG = LoggerFactory.getLogger(ArenaTransport.class);
 
     private final TransportConfig config;
@@ -58,14 +60,13 @@ public final class ArenaTransport implements TensorTransport {
     private final SlotWriter writer;
     private final ConsumerWatch consumers;
     private final DevicePath device;
-    private final Optional<DeviceTransfers> deviceTransfers;
-    private final Optional<ConsumerLiveness> consumerLiveness;
     private final Maintenance maintenance;
     private final StatsFile stats; // null when stats logging is off
     /** Characters per segment in the occupancy map of the stats file ({@code mstar-shm stats --map}). */
     static final int MAP_CELLS = 64;
     private final ObjectName jmxName;
     private final CloseOnce closer = new CloseOnce();
+    private volatile TensorFates fates = TensorFates.NONE;
 
     /**
      * Opens an arena transport for a process of the deployment.
@@ -100,8 +101,6 @@ public final class ArenaTransport implements TensorTransport {
         this.maintenance = new Maintenance(arena.entity());
         this.consumers = new ConsumerWatch(inFlight, fanOut, counters, maintenance);
         this.device = new DevicePath(config, arena, peers, writer, this::receive, this::checkOpen);
-        this.deviceTransfers = Optional.of(device);
-        this.consumerLiveness = Optional.of(consumers);
         this.stats = logStats ? new StatsFile(arena.owner()) : null;
         ShutdownCleanup.register(this);
         this.jmxName = TransportJmx.register(this, arena.owner().namespace().id(), arena.entity());
@@ -138,6 +137,11 @@ public final class ArenaTransport implements TensorTransport {
     }
 
     @Override
+    public TensorRecords records() {
+        return this;
+    }
+
+    @Override
     public ReceivedTensor receive(TensorDescriptor d) {
         checkOpen();
         MappedView tensor = (d.placement() == Placement.SPILL ? spill.read(d) : peers.open(d))
@@ -147,7 +151,7 @@ public final class ArenaTransport implements TensorTransport {
     }
 
     @Override
-    public void receive(MemorySegment record, long offset, int length, TensorReader reader) {
+    public void receive(MemorySegment record, long offset, int length, TensorRecords.Reader reader) {
         checkOpen();
         String namespace = arena.owner().namespace().id();
         DescriptorCodec.validate(record, offset, length, namespace);
@@ -189,6 +193,24 @@ public final class ArenaTransport implements TensorTransport {
         }
     }
 
+    @Override
+    public void ack(String consumer, long uuidMsb, long uuidLsb) {
+        if (fanOut.isEmpty()) { // no share to count: nothing to allocate
+            release(uuidMsb, uuidLsb, null);
+        } else {
+            UUID uuid = new UUID(uuidMsb, uuidLsb);
+            if (fanOut.frees(uuid, consumer)) {
+                release(uuidMsb, uuidLsb, uuid);
+            }
+        }
+    }
+
+    @Override
+    public void reportFatesTo(TensorFates reportTo) {
+        this.fates = reportTo;
+        consumers.reportFatesTo(reportTo);
+    }
+
     // An ACK that frees: the tensor's slot or spill file goes, and with it who held it.
     private void release(long msb, long lsb, UUID uuid) {
         consumers.acked(msb, lsb, uuid);
@@ -196,17 +218,29 @@ public final class ArenaTransport implements TensorTransport {
         counters.acked(sentAt);
         if (sentAt == TransportCounters.NOT_IN_FLIGHT) {
             LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", new UUID(msb, lsb));
+        } else {
+            fates.freed(msb, lsb, TensorFates.Fate.ACKED, null);
         }
     }
 
     @Override
-    public Optional<DeviceTransfers> deviceTransfers() {
-        return deviceTransfers;
+    public <T> Optional<T> capability(Class<T> type) {
+        if (type == DeviceTransfers.class) {
+            return Optional.of(type.cast(device));
+        }
+        if (type == ConsumerLiveness.class) {
+            return Optional.of(type.cast(consumers));
+        }
+        return Optional.empty();
     }
 
-    @Override
-    public Optional<ConsumerLiveness> consumerLiveness() {
-        return consumerLiveness;
+    /**
+     * Makes the arena's first segment now, for a process that will send (a receive-only process never makes
+     * one); a send or claim makes it otherwise.
+     */
+    public void prepareToSend() {
+        checkOpen();
+        arena.prepare();
     }
 
     /** Frees slots and spill files that waited longer than the TTL for their ACK; returns how many. */
@@ -214,17 +248,25 @@ public final class ArenaTransport implements TensorTransport {
         if (config.slotTtl().isZero() || closer.isClosed()) {
             return 0;
         }
-        int released = inFlight.releaseOlderThan(config.slotTtl(), consumers::forget);
+        TensorFates report = fates;
+        int released = inFlight.releaseOlderThan(config.slotTtl(), uuid -> {
+            consumers.forget(uuid);
+            report.freed(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), TensorFates.Fate.EXPIRED, null);
+        });
         counters.ttlReclaimed(released);
         return released;
     }
 
     // Logs the snapshot and rewrites the stats file that `mstar-shm stats` reads from other processes.
     private void publishStats() {
-        String line = statsSummary().toLogLine();
+        TransportStats snapshot = statsSummary();
+        String line = snapshot.toLogLine();
         LOG.info("arena stats: {}", line);
         try {
-            stats.write(line + " segmentMap=" + arena.occupancyMap(MAP_CELLS));
+            String map = arena.occupancyMap(MAP_CELLS);
+            // A line for people, then the same snapshot as JSON for machines (mstar-shm stats --json).
+            stats.write(line + " segmentMap=" + map + "\n{\"stats\":" + StatsJson.of(snapshot) + ",\"segmentMap\":"
+                + StatsJson.strings(List.of(map.split(","))) + "}");
         } catch (RuntimeException e) {
             LOG.debug("stats file not written: {}", e.toString());
         }
@@ -236,7 +278,10 @@ public final class ArenaTransport implements TensorTransport {
             device.pinnedBytes(), device.pinnedSegments(), device.cudaSummary());
     }
 
-    @Override
+    /**
+     * Unlinks every file this transport created (spill files, then segments), for a process that is
+     * stopping: peers keep the mappings they hold. Sending after this call creates new files.
+     */
     public void unlinkOwnedFiles() {
         spill.unlinkAll();
         arena.unlinkSegments();

@@ -1,7 +1,7 @@
 package io.mstar.transport.arena;
 
-import io.mstar.transport.CapacityException;
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.exceptions.CapacityException;
 import io.mstar.transport.metrics.TransportCounters;
 
 import java.util.concurrent.atomic.AtomicInteger;

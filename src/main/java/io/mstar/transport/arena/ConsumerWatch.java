@@ -1,13 +1,15 @@
 package io.mstar.transport.arena;
 
-import io.mstar.transport.ConsumerLiveness;
 import io.mstar.transport.acks.FanOutAcks;
+import io.mstar.transport.acks.TensorFates;
+import io.mstar.transport.liveness.ConsumerLiveness;
 import io.mstar.transport.metrics.TransportCounters;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.Collection;
-import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -15,7 +17,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
 
 /**
- * Which consumer holds each tensor of one arena transport, and freeing what a dead consumer held: a
+ * Which consumer holds each tensor of one arena transport (a slot's in the {@link InFlightTable}, allocation
+ * free; a spill file's here), and freeing what a dead consumer held: a
  * tensor sent to one consumer goes with it; a fan-out tensor loses that consumer's share and goes with
  * its last share ({@link FanOutAcks}). Once {@link #watch} is called, the consumers are checked every
  * {@value #CHECK_INTERVAL_MS} ms on the transport's {@link Maintenance} thread. Thread-safe.
@@ -34,6 +37,7 @@ final class ConsumerWatch implements ConsumerLiveness {
     private final Map<UUID, String> consumerOf = new ConcurrentHashMap<>();
     private final Set<String> deadReported = ConcurrentHashMap.newKeySet();
     private volatile Predicate<String> alive;
+    private volatile TensorFates fates = TensorFates.NONE;
 
     ConsumerWatch(InFlightTensors inFlight, FanOutAcks fanOut, TransportCounters counters, Maintenance maintenance) {
         this.inFlight = inFlight;
@@ -50,10 +54,20 @@ final class ConsumerWatch implements ConsumerLiveness {
             uuids.forEach(uuid -> fanOut.delivered(uuid, entity, consumer));
         }
         for (UUID uuid : uuids) {
-            if (!fanOut.contains(uuid) && inFlight.contains(uuid)) {
-                consumerOf.put(uuid, consumer);
+            if (!fanOut.contains(uuid) && !inFlight.sentTo(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(),
+                consumer) && inFlight.contains(uuid)) {
+                consumerOf.put(uuid, consumer); // a spill file's
             }
         }
+    }
+
+    /** As {@link #sentTo(String, Collection)} for one tensor: allocates nothing for a slot's tensor (no fan-out). */
+    @Override
+    public void sentTo(String consumer, long uuidMsb, long uuidLsb) {
+        if (fanOut.isEmpty() && inFlight.sentTo(uuidMsb, uuidLsb, consumer)) {
+            return;
+        }
+        sentTo(consumer, List.of(new UUID(uuidMsb, uuidLsb)));
     }
 
     @Override
@@ -63,6 +77,10 @@ final class ConsumerWatch implements ConsumerLiveness {
         if (first) {
             maintenance.every(CHECK_INTERVAL_MS, CHECK_INTERVAL_MS, this::releaseFromDeadConsumers);
         }
+    }
+
+    void reportFatesTo(TensorFates reportTo) {
+        this.fates = reportTo;
     }
 
     /** The tensor was freed by the TTL: nobody holds it any more. */
@@ -84,33 +102,71 @@ final class ConsumerWatch implements ConsumerLiveness {
     /** Frees the tensors held only by consumers that died before ACKing them; returns how many. */
     int releaseFromDeadConsumers() {
         Predicate<String> check = alive;
-        if (check == null || (consumerOf.isEmpty() && fanOut.isEmpty())) {
+        if (check == null) {
             return 0;
         }
-        Map<String, Boolean> verdicts = new HashMap<>();
-        Predicate<String> aliveOnce = key -> verdicts.computeIfAbsent(key, check::test);
+        Set<String> dead = deadHolders(check);
+        if (dead.isEmpty()) {
+            return 0;
+        }
+        TensorFates report = fates;
+        report.settle(); // an ACK a consumer sent before it exited may still wait to be read: it decides first
+        Set<String> held = new HashSet<>(); // the dead consumers that still held something
         int released = 0;
-        for (Map.Entry<UUID, String> e : consumerOf.entrySet()) {
-            if (!aliveOnce.test(e.getValue()) && consumerOf.remove(e.getKey(), e.getValue()) && inFlight.release(e.getKey())) {
+        for (Object[] tensor : inFlight.heldBy(dead)) { // tensors in slots: their holder is in the table
+            long msb = (long) tensor[0];
+            long lsb = (long) tensor[1];
+            if (inFlight.release(msb, lsb, null) != TransportCounters.NOT_IN_FLIGHT) {
                 released++;
+                held.add((String) tensor[2]);
+                report.freed(msb, lsb, TensorFates.Fate.CONSUMER_DIED, (String) tensor[2]);
             }
         }
-        for (UUID uuid : fanOut.dropDead(aliveOnce)) { // the dead consumers' shares go; the last share frees
+        for (Map.Entry<UUID, String> e : consumerOf.entrySet()) { // spill files
+            if (dead.contains(e.getValue()) && consumerOf.remove(e.getKey(), e.getValue()) && inFlight.release(e.getKey())) {
+                released++;
+                held.add(e.getValue());
+                report.freed(e.getKey().getMostSignificantBits(), e.getKey().getLeastSignificantBits(),
+                    TensorFates.Fate.CONSUMER_DIED, e.getValue());
+            }
+        }
+        List<UUID> lastShares = fanOut.dropDead(key -> !dead.contains(key), (uuid, consumer) -> {
+            held.add(consumer);
+            report.freed(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), TensorFates.Fate.SHARE_LOST,
+                consumer);
+        });
+        for (UUID uuid : lastShares) { // the dead consumers' shares went; the last share frees
             if (inFlight.release(uuid)) {
                 released++;
+                report.freed(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(),
+                    TensorFates.Fate.CONSUMER_DIED, null);
             }
         }
         counters.deadConsumerReclaimed(released);
         // One warning per dead consumer incarnation (an incident), however many checks find more of its tensors.
-        verdicts.forEach((consumer, live) -> {
-            if (!live && deadReported.add(consumer)) {
+        for (String consumer : held) {
+            if (deadReported.add(consumer)) {
                 LOG.warn("consumer died before ACKing: consumer={}; what only it held is freed, its share of fan-out"
                     + " tensors released (count in deadConsumerReclaims)", consumer);
             }
-        });
+        }
         if (deadReported.size() > REPORTED_MAX) {
             deadReported.clear();
         }
         return released;
+    }
+
+    // The consumers holding tensors now that the check finds dead, each checked once.
+    private Set<String> deadHolders(Predicate<String> check) {
+        Set<String> holders = inFlight.holders();
+        holders.addAll(consumerOf.values());
+        fanOut.pendingConsumers(holders);
+        Set<String> dead = new HashSet<>();
+        for (String holder : holders) {
+            if (holder != null && !check.test(holder)) {
+                dead.add(holder);
+            }
+        }
+        return dead;
     }
 }

@@ -1,10 +1,6 @@
 package io.mstar.transport.arena;
 
-import io.mstar.transport.DeviceTensor;
-import io.mstar.transport.DeviceTransfers;
 import io.mstar.transport.ReceivedTensor;
-import io.mstar.transport.StagedBatch;
-import io.mstar.transport.StagingRequest;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
@@ -14,6 +10,10 @@ import io.mstar.transport.cuda.CudaStatus;
 import io.mstar.transport.cuda.PinnedSegments;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.shm.PeerSegments;
+import io.mstar.transport.staging.DeviceTensor;
+import io.mstar.transport.staging.DeviceTransfers;
+import io.mstar.transport.staging.StagedBatch;
+import io.mstar.transport.staging.StagingRequest;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,9 +1,11 @@
 package io.mstar.transport.arena;
 
 import java.util.Arrays;
+import java.util.function.Predicate;
 
 /**
- * Tensors sent and not yet ACKed: uuid (two longs) to slot handle, size and send time. Open addressing
+ * Tensors sent and not yet ACKed: uuid (two longs) to slot handle, size, send time and the consumer that
+ * holds it. Open addressing
  * with linear probing and backward-shift deletion, in parallel primitive arrays, so that sending and
  * ACKing allocate nothing; the arrays double when the table gets half full. Not thread-safe: the arena
  * transport guards it with its own lock.
@@ -16,6 +18,7 @@ final class InFlightTable {
     private long[] slots;
     private long[] sizes;
     private long[] sentAt;
+    private String[] holders; // the consumer (liveness key) each tensor went to, or null
     private boolean[] used;
     private int mask;
     private int size;
@@ -50,6 +53,31 @@ final class InFlightTable {
         slots[i] = slot;
         sizes[i] = nbytes;
         sentAt[i] = sentAtNs;
+        holders[i] = null;
+    }
+
+    /** Records which consumer holds the tensor; returns whether it is in the table. */
+    boolean setHolder(long msb, long lsb, String holder) {
+        int i = find(msb, lsb);
+        if (i >= 0) {
+            holders[i] = holder;
+        }
+        return i >= 0;
+    }
+
+    /** Tells {@code visitor} each tensor whose holder {@code which} accepts (the table is unchanged). */
+    void visitHeldBy(Predicate<String> which, HeldVisitor visitor) {
+        for (int i = 0; i < used.length; i++) {
+            if (used[i] && holders[i] != null && which.test(holders[i])) {
+                visitor.held(msbs[i], lsbs[i], holders[i]);
+            }
+        }
+    }
+
+    /** Receives one tensor found by {@link #visitHeldBy}. */
+    @FunctionalInterface
+    interface HeldVisitor {
+        void held(long msb, long lsb, String holder);
     }
 
     boolean contains(long msb, long lsb) {
@@ -126,10 +154,12 @@ final class InFlightTable {
                 slots[hole] = slots[i];
                 sizes[hole] = sizes[i];
                 sentAt[hole] = sentAt[i];
+                holders[hole] = holders[i];
                 hole = i;
             }
         }
         used[hole] = false;
+        holders[hole] = null;
     }
 
     private int home(long msb, long lsb) {
@@ -143,12 +173,14 @@ final class InFlightTable {
         long[] oldSlots = slots;
         long[] oldSizes = sizes;
         long[] oldSentAt = sentAt;
+        String[] oldHolders = holders;
         boolean[] oldUsed = used;
         allocate(capacity);
         size = 0;
         for (int i = 0; i < oldUsed.length; i++) {
             if (oldUsed[i]) {
                 put(oldMsbs[i], oldLsbs[i], oldSlots[i], oldSizes[i], oldSentAt[i]);
+                setHolder(oldMsbs[i], oldLsbs[i], oldHolders[i]);
             }
         }
     }
@@ -159,6 +191,7 @@ final class InFlightTable {
         slots = new long[capacity];
         sizes = new long[capacity];
         sentAt = new long[capacity];
+        holders = new String[capacity];
         used = new boolean[capacity];
         Arrays.fill(slots, MISSING);
         mask = capacity - 1;

@@ -8,7 +8,9 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 import java.util.function.Consumer;
 
@@ -66,6 +68,31 @@ final class InFlightTensors {
     boolean release(UUID uuid) {
         return release(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid)
             != TransportCounters.NOT_IN_FLIGHT;
+    }
+
+    /** Records the consumer a tensor in a slot went to; false when it is not in a slot (a spill file, or gone). */
+    boolean sentTo(long msb, long lsb, String consumer) {
+        synchronized (slots) {
+            return slots.setHolder(msb, lsb, consumer);
+        }
+    }
+
+    /** The consumers that hold tensors in slots. */
+    Set<String> holders() {
+        Set<String> holders = new HashSet<>();
+        synchronized (slots) {
+            slots.visitHeldBy(holder -> true, (msb, lsb, holder) -> holders.add(holder));
+        }
+        return holders;
+    }
+
+    /** The slot tensors held by the {@code dead} consumers, as (msb, lsb, holder); not freed yet. */
+    List<Object[]> heldBy(Set<String> dead) {
+        List<Object[]> found = new ArrayList<>();
+        synchronized (slots) {
+            slots.visitHeldBy(dead::contains, (msb, lsb, holder) -> found.add(new Object[] {msb, lsb, holder}));
+        }
+        return found;
     }
 
     boolean contains(UUID uuid) {

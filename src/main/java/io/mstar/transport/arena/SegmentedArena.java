@@ -1,15 +1,15 @@
 package io.mstar.transport.arena;
 
 import io.mstar.transport.ArenaStats;
-import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.NativeCallException;
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.exceptions.ConfigurationException;
+import io.mstar.transport.exceptions.NativeCallException;
 import io.mstar.transport.lifecycle.CloseOnce;
-import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.Sweeper;
+import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.shm.MappingListener;
@@ -30,7 +30,7 @@ import java.time.Duration;
  * The first regular segment (in creation order) whose largest free block fits takes the slot: an O(1)
  * check per segment. When none fits, the arena grows by one segment while it is under the cap and the
  * file system can back it; otherwise it answers {@link #FULL}, the caller's cue for the next rung of the
- * capacity ladder. The first segment is made at construction, so the first send does not pay for it.
+ * capacity ladder. The first segment is made by the first reserve, or ahead of it by {@link #prepare()}.
  * A request larger than one segment gets a dedicated segment of its own (page-aligned) size. Every
  * segment's bytes, dedicated ones included, count against one byte ceiling, {@code maxSegments x
  * segmentBytes}, the figure operators size the shared-memory directory from: past it a request is
@@ -85,14 +85,17 @@ public final class SegmentedArena implements AutoCloseable {
     private long refusedFrees;
 
     /**
-     * Opens an arena with the sizes of the deployment's configuration; its first segment is made now.
+     * Opens an arena with the sizes of the deployment's configuration; it makes no segment before
+     * {@link #prepare()} or the first reserve.
      *
      * @throws ConfigurationException when one arena's ceiling exceeds the shared-memory file system
      */
     public static SegmentedArena open(Deployment deployment) {
         TransportConfig config = deployment.config();
-        LOG.info("opening arena: entity={}, namespace={}, configuration={}", deployment.entity(),
-            deployment.namespace(), config.describe());
+        LOG.info("arena opened: entity={}, namespace={}, dir={}, segments={} x {} MiB, spill={}", deployment.entity(),
+            deployment.namespace(), config.shmDir(), config.maxSegments(), config.segmentBytes() >> 20,
+            config.spill() ? "on" : "off (strict)");
+        LOG.debug("arena configuration: entity={}, {}", deployment.entity(), config.describe());
         return new SegmentedArena(Owner.of(deployment), config.segmentBytes(), config.maxSegments(),
             config.reclaimInterval());
     }
@@ -129,10 +132,7 @@ public final class SegmentedArena implements AutoCloseable {
         this.sweeper = Sweeper.join(dir, reclaimInterval);
         boolean ok = false;
         try {
-            synchronized (this) { // a stop that begins meanwhile closes the arena once this block is done
-                ShutdownCleanup.register(this);
-                grow(segmentBytes, false); // if the tmpfs cannot back it now, the first reserve tries again
-            }
+            ShutdownCleanup.register(this); // no segment yet: the first reserve, or prepare(), makes one
             ok = true;
         } finally {
             if (!ok) {
@@ -164,6 +164,21 @@ public final class SegmentedArena implements AutoCloseable {
                     + " ceilingBytes={} ({})", dir, space.availableBytes(), mib(space.availableBytes()), ceiling,
                 mib(ceiling));
         }
+    }
+
+    /**
+     * Makes the first regular segment now unless there is one, so that the first send does not pay for it;
+     * a process that only receives never calls this and commits no segment. If the tmpfs cannot back it
+     * now, the first reserve tries again.
+     */
+    public synchronized void prepare() {
+        checkOpen();
+        for (int p = 0; p < positionsInUse; p++) {
+            if (segments[p] != null && !dedicated[p]) {
+                return;
+            }
+        }
+        grow(segmentBytes, false);
     }
 
     /**

@@ -1,7 +1,6 @@
 package io.mstar.transport.arena;
 
 import io.mstar.transport.DType;
-import io.mstar.transport.Shaped;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 
@@ -12,7 +11,7 @@ import java.util.UUID;
  * A slot claimed for the producer to write in place ({@link SlotWriter#claim}). It is not in flight until
  * published: neither the TTL nor an ACK can free it while the producer writes.
  */
-final class SlotClaim implements TensorClaim, Shaped {
+final class SlotClaim implements TensorClaim {
     private final SlotWriter writer;
     private final String requestId;
     private final DType dtype;
@@ -43,6 +42,11 @@ final class SlotClaim implements TensorClaim, Shaped {
     }
 
     @Override
+    public String requestId() {
+        return requestId;
+    }
+
+    @Override
     public MemorySegment memory() {
         checkOpen();
         return memory;
@@ -57,7 +61,7 @@ final class SlotClaim implements TensorClaim, Shaped {
     @Override
     public int publish(MemorySegment out, long offset) {
         end();
-        return writer.publish(msb, lsb, requestId, dtype, this, nbytes, slot, out, offset);
+        return writer.publish(msb, lsb, requestId, dtype, shape, nbytes, slot, out, offset);
     }
 
     @Override
@@ -71,16 +75,6 @@ final class SlotClaim implements TensorClaim, Shaped {
         if (!ended) {
             abort();
         }
-    }
-
-    @Override
-    public int rank() {
-        return shape.length;
-    }
-
-    @Override
-    public long dim(int i) {
-        return shape[i];
     }
 
     private void end() {

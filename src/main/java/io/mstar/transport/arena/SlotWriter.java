@@ -2,7 +2,6 @@ package io.mstar.transport.arena;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Placement;
-import io.mstar.transport.Shaped;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
@@ -91,7 +90,7 @@ final class SlotWriter {
         boolean ok = false;
         try {
             MemorySegment.copy(tensor.data(), 0, arena.segmentMemory(slot), SegmentedArena.offset(slot), nbytes);
-            int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), tensor.dtype(), tensor, nbytes,
+            int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), tensor, nbytes,
                 Placement.ARENA, arena.segmentName(slot), SegmentedArena.offset(slot), out, offset);
             counters.sent(nbytes);
             ok = true;
@@ -131,7 +130,7 @@ final class SlotWriter {
     }
 
     /** A claimed slot is in flight from now on: its descriptor's record, written at {@code offset} of {@code out}. */
-    int publish(long msb, long lsb, String requestId, DType dtype, Shaped shape, long nbytes, long slot,
+    int publish(long msb, long lsb, String requestId, DType dtype, long[] shape, long nbytes, long slot,
                 MemorySegment out, long offset) {
         arena.checkOpen();
         counters.claimEnded();

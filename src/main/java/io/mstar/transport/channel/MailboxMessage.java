@@ -1,11 +1,11 @@
 package io.mstar.transport.channel;
 
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.codec.DescriptorCodec;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.exceptions.DescriptorFormatException;
+import io.mstar.transport.naming.ShmNames;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.MessageHandler;
 

@@ -1,11 +1,11 @@
 package io.mstar.transport.channel;
 
-import io.mstar.transport.MstarTransportException;
-import io.mstar.transport.NativeCallException;
-import io.mstar.transport.PeerUnavailableException;
-import io.mstar.transport.SegmentAccessException;
-import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.exceptions.MstarTransportException;
+import io.mstar.transport.exceptions.NativeCallException;
+import io.mstar.transport.exceptions.PeerUnavailableException;
+import io.mstar.transport.exceptions.SegmentAccessException;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import org.slf4j.Logger;

@@ -1,26 +1,26 @@
 package io.mstar.transport.channel;
 
-import io.mstar.transport.ConfigurationException;
-import io.mstar.transport.ConsumerLiveness;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DescriptorFormatException;
-import io.mstar.transport.EntityInUseException;
-import io.mstar.transport.MstarTransportException;
-import io.mstar.transport.NativeCallException;
-import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.ConfigurationException;
+import io.mstar.transport.exceptions.DescriptorFormatException;
+import io.mstar.transport.exceptions.EntityInUseException;
+import io.mstar.transport.exceptions.MstarTransportException;
+import io.mstar.transport.exceptions.NativeCallException;
+import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.DirectoryEntries;
-import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.Reclaimer;
-import io.mstar.transport.lifecycle.ShmNames;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.Sweeper;
+import io.mstar.transport.liveness.ConsumerLiveness;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -74,7 +74,7 @@ import java.util.function.ToIntFunction;
  * {@link RingReader}'s and its refusals {@link Refusals}', the message layout
  * {@link MailboxMessage}'s and the file layout {@link MailboxDescriptor}'s.
  */
-public final class ShmMailbox implements TensorChannel {
+public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     private static final Logger LOG = LoggerFactory.getLogger(ShmMailbox.class);
 
     /** How long a new process waits for a mailbox at its name to be released before deciding its owner lives. */
@@ -108,7 +108,7 @@ public final class ShmMailbox implements TensorChannel {
     private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper) {
         this.deployment = deployment;
         this.dir = deployment.directory();
-        this.namespace = Namespace.of(deployment);
+        this.namespace = new Namespace(deployment.namespace());
         this.entity = deployment.entity();
         this.entityAscii = entity.getBytes(StandardCharsets.US_ASCII);
         this.file = file;
@@ -141,7 +141,7 @@ public final class ShmMailbox implements TensorChannel {
         ShmMailbox mailbox = null;
         boolean ok = false;
         try {
-            file = createMailboxFile(dir, ShmNames.mailbox(Namespace.of(deployment), deployment.entity()));
+            file = createMailboxFile(dir, ShmNames.mailbox(new Namespace(deployment.namespace()), deployment.entity()));
             mailbox = new ShmMailbox(deployment, file, sweeper);
             ShutdownCleanup.register(mailbox); // refused once the JVM stops: then the file goes at once
             ok = true;
@@ -296,8 +296,7 @@ public final class ShmMailbox implements TensorChannel {
         }
         ConsumerLiveness attached = producer;
         if (attached != null) {
-            attached.sentTo(delivered, List.of(new UUID(DescriptorCodec.uuidMsb(record, offset),
-                DescriptorCodec.uuidLsb(record, offset))));
+            attached.sentTo(delivered, DescriptorCodec.uuidMsb(record, offset), DescriptorCodec.uuidLsb(record, offset));
         }
     }
 
@@ -411,6 +410,11 @@ public final class ShmMailbox implements TensorChannel {
             ByteBuffer message = ByteBuffer.allocate(MailboxDescriptor.RING_BYTES / 8).order(ByteOrder.LITTLE_ENDIAN);
             return new Outbox(message, MemorySegment.ofArray(message.array()), new UnsafeBuffer(message.array()));
         }
+    }
+
+    @Override
+    public Records records() {
+        return this;
     }
 
     /** Polls from one thread at a time (the ring has one reader); the listener runs outside the ring. */

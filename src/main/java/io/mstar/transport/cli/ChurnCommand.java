@@ -3,7 +3,8 @@ package io.mstar.transport.cli;
 import io.mstar.transport.ArenaStats;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.arena.SegmentedArena;
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.metrics.StatsJson;
+import io.mstar.transport.naming.Namespace;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -13,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 
@@ -68,7 +70,8 @@ final class ChurnCommand {
             String map = arena.occupancyMap(64); // at its fullest: the last window is still in flight
             ArenaStats stats = arena.stats();
             if (json) {
-                out.println("{" + Json.members(done + " " + stats.toLogLine() + " segmentMap=" + map) + "}");
+                out.println("{\"durationUnit\":" + Json.quote(StatsJson.DURATION_UNIT) + "," + Json.members(done)
+                    + ",\"stats\":" + StatsJson.of(stats) + ",\"segmentMap\":" + Json.strings(List.of(map.split(","))) + "}");
             } else {
                 out.println("done: " + done);
                 out.println("stats: " + stats.toLogLine());

@@ -6,19 +6,20 @@ import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.TransportStats;
 import io.mstar.transport.channel.ShmMailbox;
 import io.mstar.transport.lifecycle.DirectoryEntries;
-import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ParentWatch;
 import io.mstar.transport.lifecycle.Reclaimer;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.metrics.StatsJson;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -98,10 +99,10 @@ final class DemoCommand {
         Relay relay = new Relay(json ? System.err : out, !json && Terminal.showsProgress(out));
         Map<Long, double[]> arena;
         Map<Long, double[]> file;
-        String[] stats = new String[1];
+        String[] stats = new String[2]; // the arena producer's snapshot: a log line, and JSON
         try {
             arena = round(dir, "arena", secondsPerSize, batch, relay, stats);
-            file = round(dir, "file", secondsPerSize, batch, relay, new String[1]);
+            file = round(dir, "file", secondsPerSize, batch, relay, new String[2]);
         } finally {
             deleteContents(dir);
             workDir.close();
@@ -111,7 +112,7 @@ final class DemoCommand {
             return 1;
         }
         if (json) {
-            out.println(json(dir, arena, file, stats[0]));
+            out.println(json(dir, arena, file, stats[1]));
             return 0;
         }
         out.println();
@@ -135,12 +136,13 @@ final class DemoCommand {
             rows.add(String.format(Locale.ROOT, "{\"sizeBytes\":%d,\"arena\":%s,\"file\":%s,\"arenaOverFile\":%.2f}",
                 size, row(arena.get(size)), row(file.get(size)), arena.get(size)[0] / file.get(size)[0]));
         }
-        return "{\"dir\":" + Json.quote(dir.toString()) + ",\"rows\":[" + String.join(",", rows) + "],\"arenaProducerStats\":{"
-            + Json.members(stats) + "},\"filesLeftBehind\":" + (Files.exists(dir) ? 1 : 0) + "}";
+        return "{\"durationUnit\":" + Json.quote(StatsJson.DURATION_UNIT) + ",\"dir\":" + Json.quote(dir.toString())
+            + ",\"rows\":[" + String.join(",", rows) + "],\"arenaProducerStats\":" + stats + ",\"filesLeftBehind\":"
+            + (Files.exists(dir) ? 1 : 0) + "}";
     }
 
     private static String row(double[] r) {
-        return String.format(Locale.ROOT, "{\"tensorsPerSecond\":%.0f,\"gbPerSecond\":%.3f,\"p50Us\":%.0f,\"p99Us\":%.0f}",
+        return String.format(Locale.ROOT, "{\"tensorsPerSecond\":%.0f,\"gbPerSecond\":%.3f,\"p50\":%.0f,\"p99\":%.0f}",
             r[0], r[1], r[2], r[3]);
     }
 
@@ -172,6 +174,8 @@ final class DemoCommand {
                         Double.parseDouble(f[3]), Double.parseDouble(f[4])});
                 } else if (line.startsWith("STATS ")) {
                     statsOut[0] = line.substring(6);
+                } else if (line.startsWith("STATSJSON ")) {
+                    statsOut[1] = line.substring(10);
                 } else {
                     relay.line(mode, line);
                 }
@@ -251,7 +255,7 @@ final class DemoCommand {
         AtomicLong bad = new AtomicLong();
         AtomicLong done = new AtomicLong();
         try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorChannels.mailbox(deployment)) {
+             TensorChannel mailbox = TensorTransports.mailbox(deployment)) {
             TensorChannel.Listener listener = new TensorChannel.Listener() {
                 @Override
                 public void descriptors(String from, List<TensorDescriptor> batch) {
@@ -303,7 +307,7 @@ final class DemoCommand {
         AtomicLong latencyCount = new AtomicLong();
         try (Arena scratch = Arena.ofConfined();
              TensorTransport transport = TensorTransports.create(deployment, false);
-             ShmMailbox mailbox = (ShmMailbox) TensorChannels.mailbox(deployment)) {
+             ShmMailbox mailbox = (ShmMailbox) TensorTransports.mailbox(deployment)) {
             Thread acker = Thread.ofPlatform().daemon().start(() -> {
                 TensorChannel.Listener listener = new TensorChannel.Listener() {
                     @Override
@@ -396,7 +400,9 @@ final class DemoCommand {
                 new long[] {0}, 0, Placement.SPILL,
                 ShmNames.spill(Namespace.of(null, ENDPOINT), "producer", "00000000", new UUID(0, 0)), 0)));
             acker.interrupt();
-            System.out.println("STATS " + transport.statsSummary().toLogLine());
+            TransportStats snapshot = transport.statsSummary();
+            System.out.println("STATS " + snapshot.toLogLine());
+            System.out.println("STATSJSON " + StatsJson.of(snapshot));
         }
         return 0;
     }

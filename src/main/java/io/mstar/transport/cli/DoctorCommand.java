@@ -2,7 +2,7 @@ package io.mstar.transport.cli;
 
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Reclaimer;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
 
 import java.io.IOException;

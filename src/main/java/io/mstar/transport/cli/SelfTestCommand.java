@@ -5,7 +5,6 @@ import io.mstar.transport.Deployment;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
@@ -62,9 +61,9 @@ final class SelfTestCommand {
         Deployment producerSide = Deployment.of(config, endpoint, "producer");
         Deployment consumerSide = producerSide.withEntity("consumer");
         try (TensorTransport producer = TensorTransports.create(producerSide, false);
-             TensorChannel producerBox = TensorChannels.mailbox(producerSide, producer);
+             TensorChannel producerBox = TensorTransports.mailbox(producerSide, producer);
              TensorTransport consumer = TensorTransports.create(consumerSide, false);
-             TensorChannel consumerBox = TensorChannels.mailbox(consumerSide)) {
+             TensorChannel consumerBox = TensorTransports.mailbox(consumerSide)) {
             producerBox.sendDescriptors("consumer", producer.send("selftest", List.of(tensor)));
             AtomicReference<String> verdict = new AtomicReference<>("no descriptor arrived");
             consumerBox.receive(new Receiver() {

@@ -2,7 +2,8 @@ package io.mstar.transport.cli;
 
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Reclaimer;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.metrics.StatsJson;
+import io.mstar.transport.naming.ShmNames;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -51,18 +52,24 @@ final class StatsCommand {
                 continue; // not a stats file, or a snapshot being written
             }
             boolean live = Reclaimer.isHeld(dir, name);
-            String line;
+            List<String> lines;
             try {
-                line = Files.readString(dir.resolve(name)).trim();
+                lines = Files.readString(dir.resolve(name)).lines().toList(); // a line for people, then JSON
             } catch (NoSuchFileException e) {
                 continue; // its owner closed meanwhile
             }
+            if (lines.size() < 2) {
+                continue; // an older format, or a snapshot not written yet
+            }
+            String line = lines.get(0);
             Matcher segments = MAP.matcher(line);
             String bars = segments.find() ? segments.group(1) : "";
             String fields = segments.replaceAll("");
             if (json) {
+                String snapshot = lines.get(1); // {"stats":{...},"segmentMap":[...]}, written from the records
                 entries.add("{\"namespace\":\"" + m.group(1) + "\",\"entity\":\"" + m.group(2) + "\",\"owner\":\""
-                    + m.group(3) + "\",\"live\":" + live + "," + Json.members(map ? line : fields) + "}");
+                    + m.group(3) + "\",\"live\":" + live + "," + snapshot.substring(1, map ? snapshot.length() - 1
+                    : snapshot.indexOf(",\"segmentMap\":")) + "}");
             } else {
                 String head = "namespace " + m.group(1) + " entity " + m.group(2) + " owner " + m.group(3)
                     + (live ? " (live)" : " (DEAD)");
@@ -70,7 +77,8 @@ final class StatsCommand {
             }
         }
         if (json) {
-            out.println("[" + String.join(",", entries) + "]");
+            out.println("{\"durationUnit\":" + Json.quote(StatsJson.DURATION_UNIT) + ",\"arenas\":["
+                + String.join(",", entries) + "]}");
         } else {
             out.println(entries.isEmpty() ? "no arena publishes stats in " + dir
                 + " (a transport publishes them when stats logging is on)" : String.join("\n", entries));

@@ -2,12 +2,11 @@ package io.mstar.transport.codec;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.Placement;
-import io.mstar.transport.Shaped;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.exceptions.DescriptorFormatException;
+import io.mstar.transport.naming.ShmNames;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -73,11 +72,30 @@ public final class DescriptorCodec {
 
     /** Bytes {@code d} takes encoded. */
     public static int encodedLength(TensorDescriptor d) {
-        return encodedLength(d.requestId(), d.producer(), d, d.fileName());
+        return encodedLength(d.requestId(), d.producer(), d.rank(), d.fileName());
     }
 
-    private static int encodedLength(String requestId, String producer, Shaped shape, String fileName) {
-        return SHAPE_OFFSET + 8 * shape.rank() + 6 + utf8Length(requestId) + producer.length() + fileName.length();
+    private static int encodedLength(String requestId, String producer, int rank, String fileName) {
+        return SHAPE_OFFSET + 8 * rank + 6 + utf8Length(requestId) + producer.length() + fileName.length();
+    }
+
+    // A shape without copying it: a tensor's, a descriptor's or an array.
+    private static int rank(Object shape) {
+        return switch (shape) {
+            case Tensor t -> t.rank();
+            case TensorDescriptor d -> d.rank();
+            case long[] dims -> dims.length;
+            default -> throw new IllegalArgumentException("not a shape: " + shape.getClass());
+        };
+    }
+
+    private static long dim(Object shape, int i) {
+        return switch (shape) {
+            case Tensor t -> t.dim(i);
+            case TensorDescriptor d -> d.dim(i);
+            case long[] dims -> dims[i];
+            default -> throw new IllegalArgumentException("not a shape: " + shape.getClass());
+        };
     }
 
     /** Encodes into a new array. */
@@ -95,7 +113,7 @@ public final class DescriptorCodec {
      */
     public static int encode(TensorDescriptor d, MemorySegment dst, long offset) {
         return encode(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), d.requestId(),
-            d.producer(), d.dtype(), d, d.nbytes(), d.placement(), d.fileName(), d.offset(), dst, offset);
+            d.producer(), d.dtype(), (Object) d, d.nbytes(), d.placement(), d.fileName(), d.offset(), dst, offset);
     }
 
     /**
@@ -104,16 +122,32 @@ public final class DescriptorCodec {
      *
      * @return the bytes written
      */
-    public static int encode(long uuidMsb, long uuidLsb, String requestId, String producer, DType dtype, Shaped shape,
+    public static int encode(long uuidMsb, long uuidLsb, String requestId, String producer, Tensor tensor,
                              long nbytes, Placement placement, String fileName, long tensorOffset,
                              MemorySegment dst, long offset) {
+        return encode(uuidMsb, uuidLsb, requestId, producer, tensor.dtype(), (Object) tensor, nbytes, placement, fileName,
+            tensorOffset, dst, offset);
+    }
+
+    /** As {@link #encode(long, long, String, String, Tensor, long, Placement, String, long, MemorySegment, long)}, for a shape of dimensions. */
+    public static int encode(long uuidMsb, long uuidLsb, String requestId, String producer, DType dtype, long[] shape,
+                             long nbytes, Placement placement, String fileName, long tensorOffset,
+                             MemorySegment dst, long offset) {
+        return encode(uuidMsb, uuidLsb, requestId, producer, dtype, (Object) shape, nbytes, placement, fileName,
+            tensorOffset, dst, offset);
+    }
+
+    private static int encode(long uuidMsb, long uuidLsb, String requestId, String producer, DType dtype, Object shape,
+                              long nbytes, Placement placement, String fileName, long tensorOffset,
+                              MemorySegment dst, long offset) {
+        int rank = rank(shape);
         int requestIdBytes = utf8Length(requestId);
-        if (shape.rank() > MAX_RANK || requestIdBytes > MAX_REQUEST_ID_BYTES
+        if (rank > MAX_RANK || requestIdBytes > MAX_REQUEST_ID_BYTES
             || producer.length() > 64 || fileName.length() > 255) {
-            throw new IllegalArgumentException("descriptor cannot be encoded: rank=" + shape.rank() + " (max " + MAX_RANK
+            throw new IllegalArgumentException("descriptor cannot be encoded: rank=" + rank + " (max " + MAX_RANK
                 + "), requestIdBytes=" + requestIdBytes + " (max " + MAX_REQUEST_ID_BYTES + ")");
         }
-        int length = encodedLength(requestId, producer, shape, fileName);
+        int length = encodedLength(requestId, producer, rank, fileName);
         if (offset < 0 || offset + length > dst.byteSize()) {
             throw new IndexOutOfBoundsException("descriptor of " + length + " bytes does not fit at offset " + offset
                 + " of " + dst.byteSize() + " bytes");
@@ -125,15 +159,15 @@ public final class DescriptorCodec {
         dst.set(INT, base + LENGTH_OFFSET, length);
         dst.set(ValueLayout.JAVA_BYTE, base + DTYPE_OFFSET, (byte) dtype.code());
         dst.set(ValueLayout.JAVA_BYTE, base + PLACEMENT_OFFSET, (byte) placement.code());
-        dst.set(ValueLayout.JAVA_BYTE, base + RANK_OFFSET, (byte) shape.rank());
+        dst.set(ValueLayout.JAVA_BYTE, base + RANK_OFFSET, (byte) rank);
         dst.set(ValueLayout.JAVA_BYTE, base + PAD_OFFSET, (byte) 0);
         dst.set(LONG, base + UUID_MSB_OFFSET, uuidMsb);
         dst.set(LONG, base + UUID_LSB_OFFSET, uuidLsb);
         dst.set(LONG, base + NBYTES_OFFSET, nbytes);
         dst.set(LONG, base + OFFSET_OFFSET, tensorOffset);
         long p = base + SHAPE_OFFSET;
-        for (int i = 0; i < shape.rank(); i++, p += 8) {
-            dst.set(LONG, p, shape.dim(i));
+        for (int i = 0; i < rank; i++, p += 8) {
+            dst.set(LONG, p, dim(shape, i));
         }
         p = putString(dst, p, requestId, requestIdBytes);
         p = putString(dst, p, producer, producer.length());
@@ -320,6 +354,20 @@ public final class DescriptorCodec {
 
     public static long nbytes(MemorySegment src, long offset) {
         return src.get(LONG, offset + NBYTES_OFFSET);
+    }
+
+    public static int rank(MemorySegment src, long offset) {
+        return src.get(ValueLayout.JAVA_BYTE, offset + RANK_OFFSET);
+    }
+
+    /** Dimension {@code i} of a validated record's shape ({@code 0 <= i < rank}). */
+    public static long dim(MemorySegment src, long offset, int i) {
+        return src.get(LONG, offset + SHAPE_OFFSET + 8L * i);
+    }
+
+    /** Where a validated record's request id starts: its UTF-8 bytes follow a little-endian uint16 length. */
+    public static long requestIdAt(MemorySegment src, long offset) {
+        return offset + SHAPE_OFFSET + 8L * src.get(ValueLayout.JAVA_BYTE, offset + RANK_OFFSET);
     }
 
     /** Where the tensor starts in its file. */

@@ -1,7 +1,7 @@
 package io.mstar.transport.cuda;
 
-import io.mstar.transport.CudaException;
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.exceptions.CudaException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

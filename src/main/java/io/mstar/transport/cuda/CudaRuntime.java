@@ -1,6 +1,6 @@
 package io.mstar.transport.cuda;
 
-import io.mstar.transport.CudaException;
+import io.mstar.transport.exceptions.CudaException;
 
 /**
  * The subset of the CUDA runtime API the transports use, free of JNA types so that callers and tests do

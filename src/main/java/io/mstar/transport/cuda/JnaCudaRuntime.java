@@ -2,7 +2,7 @@ package io.mstar.transport.cuda;
 
 import com.sun.jna.Native;
 import com.sun.jna.NativeLibrary;
-import io.mstar.transport.CudaException;
+import io.mstar.transport.exceptions.CudaException;
 
 /**
  * {@link CudaRuntime} through JNA direct mapping ({@link Native#register}): each call is a JNI stub, no

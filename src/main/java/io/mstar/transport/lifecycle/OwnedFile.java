@@ -1,6 +1,6 @@
 package io.mstar.transport.lifecycle;
 
-import io.mstar.transport.NativeCallException;
+import io.mstar.transport.exceptions.NativeCallException;
 import io.mstar.transport.posix.Posix;
 
 import java.io.IOException;

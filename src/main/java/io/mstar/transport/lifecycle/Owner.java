@@ -1,6 +1,8 @@
 package io.mstar.transport.lifecycle;
 
 import io.mstar.transport.Deployment;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 
 import java.nio.file.Path;
 import java.security.SecureRandom;
@@ -31,7 +33,7 @@ public record Owner(Path dir, Namespace namespace, String entity, String nonce) 
 
     /** A new owner for a process of the deployment. */
     public static Owner of(Deployment deployment) {
-        return create(deployment.directory(), Namespace.of(deployment), deployment.entity());
+        return create(deployment.directory(), new Namespace(deployment.namespace()), deployment.entity());
     }
 
     /** 8 random hex digits. */

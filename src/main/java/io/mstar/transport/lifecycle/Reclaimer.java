@@ -1,6 +1,7 @@
 package io.mstar.transport.lifecycle;
 
-import io.mstar.transport.NativeCallException;
+import io.mstar.transport.exceptions.NativeCallException;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

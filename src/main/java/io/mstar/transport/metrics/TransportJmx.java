@@ -1,8 +1,8 @@
 package io.mstar.transport.metrics;
 
 import io.mstar.transport.TensorTransport;
-import io.mstar.transport.TransportMXBean;
 import io.mstar.transport.TransportStats;
+import io.mstar.transport.jmx.TransportMXBean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

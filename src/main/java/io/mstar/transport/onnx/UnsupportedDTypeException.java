@@ -1,7 +1,7 @@
 package io.mstar.transport.onnx;
 
 import io.mstar.transport.DType;
-import io.mstar.transport.MstarTransportException;
+import io.mstar.transport.exceptions.MstarTransportException;
 
 /** A tensor's dtype has no ONNX Runtime Java type (the 8-bit floats): it cannot be handed to ORT in place. */
 public final class UnsupportedDTypeException extends MstarTransportException {

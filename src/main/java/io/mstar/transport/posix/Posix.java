@@ -1,6 +1,6 @@
 package io.mstar.transport.posix;
 
-import io.mstar.transport.NativeCallException;
+import io.mstar.transport.exceptions.NativeCallException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;

@@ -3,13 +3,13 @@ package io.mstar.transport.remote;
 import io.aeron.Aeron;
 import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
-import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.RemoteConfig;
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.exceptions.ConfigurationException;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,7 +53,7 @@ final class AeronNode implements AutoCloseable {
             return new AeronNode(null, null, Aeron.connect(clientContext(config.aeronDir().toString())));
         }
         OwnedFile dir = OwnedFile.createDirectory(deployment.directory(),
-            ShmNames.aeron(Namespace.of(deployment), deployment.entity(), Owner.newNonce()));
+            ShmNames.aeron(new Namespace(deployment.namespace()), deployment.entity(), Owner.newNonce()));
         MediaDriver driver = null;
         try {
             // Aeron removes and recreates its own directory: it lives inside ours, whose lock says we live.

@@ -2,9 +2,7 @@ package io.mstar.transport.remote;
 
 import io.aeron.Publication;
 import io.aeron.Subscription;
-import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.RemoteStats;
 import io.mstar.transport.TensorChannel;
@@ -12,6 +10,8 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.ConfigurationException;
+import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -231,7 +231,7 @@ public final class RemoteLink implements AutoCloseable {
 
     /** As {@link #ackLanded(Collection)}, for one. */
     public void ackLanded(long msb, long lsb) {
-        arena.ack(msb, lsb);
+        arena.records().ack(msb, lsb);
     }
 
     /**

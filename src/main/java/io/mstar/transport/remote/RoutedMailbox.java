@@ -1,13 +1,13 @@
 package io.mstar.transport.remote;
 
-import io.mstar.transport.ConsumerLiveness;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.RemoteStats;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.channel.ShmMailbox;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.DescriptorFormatException;
+import io.mstar.transport.liveness.ConsumerLiveness;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 
@@ -16,7 +16,6 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 
 /**
@@ -26,7 +25,7 @@ import java.util.UUID;
  * confirmations from other nodes come out of {@link #poll} after the ring's messages; ACKs to a producer
  * whose tensors came over the network free the slots they landed in here.
  */
-public final class RoutedMailbox implements TensorChannel {
+public final class RoutedMailbox implements TensorChannel, TensorChannel.Records {
     private final ShmMailbox local;
     private final RemoteLink remote;
     private final Deployment deployment; // the namespace records are decoded against
@@ -145,8 +144,13 @@ public final class RoutedMailbox implements TensorChannel {
     }
 
     @Override
-    public Optional<RemoteStats> remoteStats() {
-        return Optional.of(remote.stats());
+    public Records records() {
+        return this;
+    }
+
+    /** The cross-node path's counters. */
+    public RemoteStats remoteStats() {
+        return remote.stats();
     }
 
     /** Closes the cross-node path, then the shared-memory mailbox. */

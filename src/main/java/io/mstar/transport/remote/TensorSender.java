@@ -2,12 +2,12 @@ package io.mstar.transport.remote;
 
 import io.aeron.Aeron;
 import io.aeron.Publication;
-import io.mstar.transport.MstarTransportException;
-import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
+import io.mstar.transport.exceptions.MstarTransportException;
+import io.mstar.transport.exceptions.PeerUnavailableException;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;

@@ -1,7 +1,7 @@
 package io.mstar.transport.shm;
 
-import io.mstar.transport.NativeCallException;
-import io.mstar.transport.SegmentAccessException;
+import io.mstar.transport.exceptions.NativeCallException;
+import io.mstar.transport.exceptions.SegmentAccessException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.posix.Posix;

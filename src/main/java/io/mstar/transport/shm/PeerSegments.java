@@ -1,8 +1,8 @@
 package io.mstar.transport.shm;
 
-import io.mstar.transport.SegmentAccessException;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.TensorReader;
+import io.mstar.transport.TensorRecords;
+import io.mstar.transport.exceptions.SegmentAccessException;
 import io.mstar.transport.lifecycle.CloseOnce;
 
 import java.nio.file.Files;
@@ -55,7 +55,7 @@ public final class PeerSegments implements AutoCloseable {
      *
      * @throws SegmentAccessException when the segment is gone, fails a check, or does not hold the tensor
      */
-    public void read(String fileName, long offset, long nbytes, TensorReader reader) {
+    public void read(String fileName, long offset, long nbytes, TensorRecords.Reader reader) {
         Peer held = hold(fileName, offset, nbytes);
         try {
             reader.read(held.segment.memory(), offset, nbytes);

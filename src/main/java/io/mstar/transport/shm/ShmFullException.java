@@ -1,6 +1,6 @@
 package io.mstar.transport.shm;
 
-import io.mstar.transport.MstarTransportException;
+import io.mstar.transport.exceptions.MstarTransportException;
 
 /**
  * The shared-memory file system cannot back a new segment. The segmented arena turns it into its

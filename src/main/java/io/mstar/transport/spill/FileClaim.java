@@ -38,6 +38,11 @@ public final class FileClaim implements TensorClaim {
     }
 
     @Override
+    public String requestId() {
+        return descriptor.requestId();
+    }
+
+    @Override
     public MemorySegment memory() {
         checkOpen();
         return mapping == null ? MemorySegment.NULL : mapping.memory().asSlice(0, descriptor.nbytes());

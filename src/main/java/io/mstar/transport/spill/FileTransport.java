@@ -1,18 +1,17 @@
 package io.mstar.transport.spill;
 
-import io.mstar.transport.ConsumerLiveness;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DeviceTransfers;
 import io.mstar.transport.Placement;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.TensorReader;
+import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.acks.FanOutAcks;
+import io.mstar.transport.acks.TensorFates;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.Owner;
@@ -41,7 +40,7 @@ import java.util.UUID;
  * it reads every placement: a producer whose {@code MSTAR_SHM_ARENA} differs sends arena slots, read in
  * place from the producer's segments ({@link PeerSegments}).
  */
-public final class FileTransport implements TensorTransport {
+public final class FileTransport implements TensorTransport, TensorRecords, TensorFates.Source {
     private static final Logger LOG = LoggerFactory.getLogger(FileTransport.class);
 
     private final String entity;
@@ -53,6 +52,7 @@ public final class FileTransport implements TensorTransport {
     private final FanOutAcks fanOut = new FanOutAcks(counters);
     private final ObjectName jmxName;
     private final CloseOnce closer = new CloseOnce();
+    private volatile TensorFates fates = TensorFates.NONE;
 
     /** A file transport for a process of the deployment. */
     public static FileTransport open(Deployment deployment) {
@@ -113,7 +113,32 @@ public final class FileTransport implements TensorTransport {
     }
 
     @Override
-    public void receive(MemorySegment record, long offset, int length, TensorReader reader) {
+    public TensorRecords records() {
+        return this;
+    }
+
+    @Override
+    public int sendInto(String requestId, Tensor tensor, MemorySegment out, long offset) {
+        return DescriptorCodec.encode(send(requestId, List.of(tensor)).getFirst(), out, offset);
+    }
+
+    @Override
+    public void ack(long uuidMsb, long uuidLsb) {
+        ack(List.of(new UUID(uuidMsb, uuidLsb)));
+    }
+
+    @Override
+    public void ack(String consumer, long uuidMsb, long uuidLsb) {
+        ack(consumer, List.of(new UUID(uuidMsb, uuidLsb)));
+    }
+
+    @Override
+    public void reportFatesTo(TensorFates reportTo) {
+        this.fates = reportTo;
+    }
+
+    @Override
+    public void receive(MemorySegment record, long offset, int length, TensorRecords.Reader reader) {
         try (ReceivedTensor tensor = receive(DescriptorCodec.decode(record, offset, length, namespace))) {
             reader.read(tensor.data(), 0, tensor.data().byteSize());
         }
@@ -142,16 +167,14 @@ public final class FileTransport implements TensorTransport {
         counters.acked(sentAt);
         if (sentAt == TransportCounters.NOT_IN_FLIGHT) {
             LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", uuid);
+        } else {
+            fates.freed(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), TensorFates.Fate.ACKED, null);
         }
     }
 
+    /** The file transport has no device path and no liveness check: always empty. */
     @Override
-    public Optional<DeviceTransfers> deviceTransfers() {
-        return Optional.empty();
-    }
-
-    @Override
-    public Optional<ConsumerLiveness> consumerLiveness() {
+    public <T> Optional<T> capability(Class<T> type) {
         return Optional.empty();
     }
 
@@ -161,7 +184,7 @@ public final class FileTransport implements TensorTransport {
             "not used by the file transport");
     }
 
-    @Override
+    /** Unlinks every spill file this transport created, for a process that is stopping. */
     public void unlinkOwnedFiles() {
         files.unlinkAll();
     }

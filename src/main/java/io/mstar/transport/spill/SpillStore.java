@@ -1,10 +1,10 @@
 package io.mstar.transport.spill;
 
-import io.mstar.transport.CapacityException;
 import io.mstar.transport.DType;
 import io.mstar.transport.Placement;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.exceptions.CapacityException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;

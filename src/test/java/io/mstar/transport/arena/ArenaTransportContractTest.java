@@ -4,6 +4,8 @@ import io.mstar.transport.Deployment;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransportContract;
 import io.mstar.transport.lifecycle.Owner;
+import io.mstar.transport.liveness.ConsumerLiveness;
+import io.mstar.transport.staging.DeviceTransfers;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -19,7 +21,12 @@ class ArenaTransportContractTest extends TensorTransportContract {
     @Test
     void offersTheDevicePathAndConsumerLiveness() {
         TensorTransport arena = open("producer");
-        assertTrue(arena.deviceTransfers().isPresent());
-        assertTrue(arena.consumerLiveness().isPresent());
+        assertTrue(arena.capability(DeviceTransfers.class).isPresent());
+        assertTrue(arena.capability(ConsumerLiveness.class).isPresent());
+    }
+
+    @Override
+    protected void unlinkOwnedFiles(TensorTransport producer) {
+        ((ArenaTransport) producer).unlinkOwnedFiles();
     }
 }

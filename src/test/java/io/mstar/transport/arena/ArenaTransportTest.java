@@ -1,7 +1,5 @@
 package io.mstar.transport.arena;
 
-import io.mstar.transport.CapacityException;
-import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.Placement;
@@ -13,7 +11,9 @@ import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.exceptions.CapacityException;
+import io.mstar.transport.exceptions.ConfigurationException;
+import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.spill.FileTransport;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;

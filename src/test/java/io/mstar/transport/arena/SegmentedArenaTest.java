@@ -1,9 +1,9 @@
 package io.mstar.transport.arena;
 
 import io.mstar.transport.ArenaStats;
-import io.mstar.transport.ConfigurationException;
-import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.exceptions.ConfigurationException;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.testing.ShmTestDir;
@@ -45,7 +45,10 @@ class SegmentedArenaTest {
     @Test
     void growsOneSegmentAtATimeUpToTheCapThenReportsFull() {
         try (SegmentedArena arena = arena(3)) {
-            assertEquals(1, arena.stats().segments(), "the first segment is made at construction");
+            assertEquals(0, arena.stats().segments(), "no segment before the first reserve");
+            arena.prepare();
+            arena.prepare();
+            assertEquals(1, arena.stats().segments(), "prepare() makes the first segment, once");
             List<Long> slots = new ArrayList<>();
             for (int i = 0; i < 6; i++) {
                 long slot = arena.reserve(SEGMENT / 2);

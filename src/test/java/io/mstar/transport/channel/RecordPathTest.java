@@ -2,17 +2,16 @@ package io.mstar.transport.channel;
 
 import com.sun.management.ThreadMXBean;
 import io.mstar.transport.DType;
-import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorClaim;
-import io.mstar.transport.TensorReader;
+import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.DescriptorFormatException;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -39,7 +38,7 @@ class RecordPathTest {
     final ShmTestDir shm = new ShmTestDir();
 
     /** One round trip at a time, both sides in this thread. */
-    private static final class RoundTrip implements TensorChannel.RecordListener, TensorReader {
+    private static final class RoundTrip implements TensorChannel.RecordListener, TensorRecords.Reader {
         final TensorTransport producer;
         final TensorTransport consumer;
         final TensorChannel producerBox;
@@ -66,16 +65,16 @@ class RecordPathTest {
             if (claiming) { // written in place
                 try (TensorClaim claim = producer.claim("r", DType.U8, BYTES)) {
                     fill(claim.memory());
-                    producerBox.sendDescriptorRecord("consumer", record, 0, claim.publish(record, 0));
+                    producerBox.records().sendDescriptorRecord("consumer", record, 0, claim.publish(record, 0));
                 }
             } else { // written here, copied into a slot
                 fill(source);
-                producerBox.sendDescriptorRecord("consumer", record, 0, producer.sendInto("r", tensor, record, 0));
+                producerBox.records().sendDescriptorRecord("consumer", record, 0, producer.records().sendInto("r", tensor, record, 0));
             }
-            while (consumerBox.pollRecords(this, 16) == 0) {
+            while (consumerBox.records().pollRecords(this, 16) == 0) {
                 Thread.onSpinWait(); // a poll may read only the padding at the ring's end
             }
-            while (producerBox.pollRecords(this, 16) == 0) {
+            while (producerBox.records().pollRecords(this, 16) == 0) {
                 Thread.onSpinWait();
             }
         }
@@ -87,8 +86,8 @@ class RecordPathTest {
 
         @Override
         public void descriptor(String from, MemorySegment in, long offset, int length) { // the consumer's side
-            consumer.receive(in, offset, length, this);
-            consumerBox.sendAck(from, DescriptorCodec.uuidMsb(in, offset), DescriptorCodec.uuidLsb(in, offset));
+            consumer.records().receive(in, offset, length, this);
+            consumerBox.records().sendAck(from, DescriptorCodec.uuidMsb(in, offset), DescriptorCodec.uuidLsb(in, offset));
         }
 
         @Override
@@ -102,7 +101,7 @@ class RecordPathTest {
 
         @Override
         public void ack(String from, long msb, long lsb) { // the producer's side
-            producer.ack(msb, lsb);
+            producer.records().ack(msb, lsb);
         }
     }
 
@@ -124,17 +123,17 @@ class RecordPathTest {
         Deployment elsewhere = Deployment.of(config, "another-deployment", "consumer");
         try (TensorTransport producer = TensorTransports.create(producerSide, false);
              TensorTransport stranger = TensorTransports.create(elsewhere, false);
-             TensorChannel producerBox = TensorChannels.mailbox(producerSide)) {
+             TensorChannel producerBox = TensorTransports.mailbox(producerSide)) {
             MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]);
-            int length = producer.sendInto("r", Tensor.of(DType.U8, MemorySegment.ofArray(new byte[64]), 64), record, 0);
+            int length = producer.records().sendInto("r", Tensor.of(DType.U8, MemorySegment.ofArray(new byte[64]), 64), record, 0);
             long[] read = {0};
             DescriptorFormatException e = assertThrows(DescriptorFormatException.class,
-                () -> stranger.receive(record, 0, length, (memory, offset, nbytes) -> read[0]++));
+                () -> stranger.records().receive(record, 0, length, (memory, offset, nbytes) -> read[0]++));
             assertEquals("fileName", e.field(), "a segment of another deployment's namespace");
             assertEquals(0, read[0]);
             assertThrows(DescriptorFormatException.class,
-                () -> producerBox.sendDescriptorRecord("consumer", record, 0, length - 1));
-            producer.ack(DescriptorCodec.uuidMsb(record, 0), DescriptorCodec.uuidLsb(record, 0));
+                () -> producerBox.records().sendDescriptorRecord("consumer", record, 0, length - 1));
+            producer.records().ack(DescriptorCodec.uuidMsb(record, 0), DescriptorCodec.uuidLsb(record, 0));
         }
     }
 
@@ -142,12 +141,12 @@ class RecordPathTest {
     void theAcksOfOnePollGoInOneMessage() {
         TransportConfig config = TransportConfig.from(Map.of(TransportConfig.SHM_DIR, shm.path().toString())::get);
         Deployment producerSide = Deployment.of(config, "records", "producer");
-        try (TensorChannel producerBox = TensorChannels.mailbox(producerSide);
-             TensorChannel consumerBox = TensorChannels.mailbox(producerSide.withEntity("consumer"))) {
+        try (TensorChannel producerBox = TensorTransports.mailbox(producerSide);
+             TensorChannel consumerBox = TensorTransports.mailbox(producerSide.withEntity("consumer"))) {
             long[] halves = {1, 2, 3, 4, 5, 6, 99, 99};
-            consumerBox.sendAcks("producer", halves, 3);
+            consumerBox.records().sendAcks("producer", halves, 3);
             List<Long> acked = new ArrayList<>();
-            int messages = producerBox.pollRecords(new TensorChannel.RecordListener() {
+            int messages = producerBox.records().pollRecords(new TensorChannel.RecordListener() {
                 @Override
                 public void descriptor(String from, MemorySegment record, long offset, int length) {
                 }
@@ -161,7 +160,7 @@ class RecordPathTest {
             }, 16);
             assertEquals(1, messages, "three ACKs, one message");
             assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L), acked);
-            assertThrows(IllegalArgumentException.class, () -> consumerBox.sendAcks("producer", halves, 5));
+            assertThrows(IllegalArgumentException.class, () -> consumerBox.records().sendAcks("producer", halves, 5));
         }
     }
 
@@ -173,8 +172,8 @@ class RecordPathTest {
         Deployment consumerSide = producerSide.withEntity("consumer");
         try (TensorTransport producer = TensorTransports.create(producerSide, false);
              TensorTransport consumer = TensorTransports.create(consumerSide, false);
-             TensorChannel producerBox = TensorChannels.mailbox(producerSide);
-             TensorChannel consumerBox = TensorChannels.mailbox(consumerSide)) {
+             TensorChannel producerBox = TensorTransports.mailbox(producerSide);
+             TensorChannel consumerBox = TensorTransports.mailbox(consumerSide)) {
             RoundTrip trip = new RoundTrip(claiming, producer, consumer, producerBox, consumerBox);
             for (int i = 0; i < 50_000; i++) {
                 trip.once(); // warm: compiled, rings wrapped, names cached

@@ -2,8 +2,8 @@ package io.mstar.transport.channel;
 
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;

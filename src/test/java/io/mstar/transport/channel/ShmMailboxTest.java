@@ -1,13 +1,13 @@
 package io.mstar.transport.channel;
 
 import io.mstar.transport.DType;
-import io.mstar.transport.EntityInUseException;
-import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.Placement;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.exceptions.EntityInUseException;
+import io.mstar.transport.exceptions.PeerUnavailableException;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.testing.ChildJvm;

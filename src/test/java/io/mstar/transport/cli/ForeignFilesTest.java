@@ -1,14 +1,14 @@
 package io.mstar.transport.cli;
 
-import io.mstar.transport.EntityInUseException;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
-import io.mstar.transport.Deployment;
 import io.mstar.transport.channel.ShmMailbox;
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.exceptions.EntityInUseException;
 import io.mstar.transport.lifecycle.Reclaimer;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.AfterEach;

@@ -2,11 +2,11 @@ package io.mstar.transport.codec;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DescriptorFormatException;
 import io.mstar.transport.Placement;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.exceptions.DescriptorFormatException;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;
 

@@ -1,7 +1,7 @@
 package io.mstar.transport.crossprocess;
 
-import io.mstar.transport.lifecycle.Namespace;
 import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;

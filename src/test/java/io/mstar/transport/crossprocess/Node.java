@@ -1,20 +1,19 @@
 package io.mstar.transport.crossprocess;
 
 import io.mstar.transport.ArenaStats;
-import io.mstar.transport.CapacityException;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.MstarTransportException;
-import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
+import io.mstar.transport.exceptions.CapacityException;
+import io.mstar.transport.exceptions.MstarTransportException;
+import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.ParentWatch;
 
 import java.lang.foreign.Arena;
@@ -96,7 +95,7 @@ public final class Node {
         long readDelayMs = Long.parseLong(override(args, 6, "NODE_READ_DELAY_MS", "0"));
         Deployment deployment = Deployment.of(config, args[2], entity);
         try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorChannels.mailbox(deployment)) {
+             TensorChannel mailbox = TensorTransports.mailbox(deployment)) {
             System.out.println("READY " + entity + " " + System.currentTimeMillis());
             TensorChannel.Listener listener = new TensorChannel.Listener() {
                 @Override
@@ -164,7 +163,7 @@ public final class Node {
         boolean fanOut = override(args, 8, "NODE_FANOUT", "0").equals("1");
         try (Arena scratch = Arena.ofConfined();
              TensorTransport transport = TensorTransports.create(Deployment.of(config, args[2], entity), false);
-             TensorChannel mailbox = TensorChannels.mailbox(Deployment.of(config, args[2], entity), transport)) {
+             TensorChannel mailbox = TensorTransports.mailbox(Deployment.of(config, args[2], entity), transport)) {
             // Random bytes, sliced at random offsets: every tensor gets different content.
             MemorySegment source = scratch.allocate(2 * maxBytes, 4096);
             for (long i = 0; i < source.byteSize(); i += 8) {

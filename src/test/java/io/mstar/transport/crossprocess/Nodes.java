@@ -1,7 +1,7 @@
 package io.mstar.transport.crossprocess;
 
-import io.mstar.transport.lifecycle.Namespace;
-import io.mstar.transport.lifecycle.ShmNames;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.testing.ChildJvm;
 
 import java.nio.file.Files;

@@ -2,16 +2,16 @@ package io.mstar.transport.crossprocess;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.RemoteStats;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
+import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.ParentWatch;
+import io.mstar.transport.remote.RoutedMailbox;
 
 import java.io.BufferedWriter;
 import java.lang.foreign.Arena;
@@ -89,7 +89,7 @@ public final class RemoteNode {
         long[] ackedAt = new long[count];
         int[] resends = {0, 0};
         try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorChannels.mailbox(deployment, transport);
+             TensorChannel mailbox = TensorTransports.mailbox(deployment, transport);
              Arena arena = Arena.ofConfined()) {
             if (!mailbox.awaitPeer("decode", Duration.ofSeconds(60))) {
                 System.out.println("RESULT error=decode-never-connected");
@@ -139,7 +139,7 @@ public final class RemoteNode {
                 lines.append(seq).append(' ').append(ackedAt[seq]).append('\n');
             }
             Files.writeString(acksFile, lines);
-            RemoteStats remote = mailbox.remoteStats().orElseThrow();
+            RemoteStats remote = ((RoutedMailbox) mailbox).remoteStats();
             System.out.println("RESULT confirmed=" + (count - unconfirmed) + " retriedAfterFailure=" + resends[0]
                 + " resentAfterTimeout=" + resends[1] + " inFlight=" + transport.statsSummary().inFlight()
                 + " deadConsumerReclaims=" + transport.statsSummary().deadConsumerReclaims() + " "
@@ -172,7 +172,7 @@ public final class RemoteNode {
     private static void consumer(Path receivedFile, Path stopFile) throws Exception {
         Deployment deployment = Deployment.fromEnvironment("pipe", "decode");
         try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorChannels.mailbox(deployment);
+             TensorChannel mailbox = TensorTransports.mailbox(deployment);
              BufferedWriter out = Files.newBufferedWriter(receivedFile, StandardOpenOption.CREATE,
                  StandardOpenOption.APPEND)) {
             System.out.println("READY");
@@ -205,7 +205,7 @@ public final class RemoteNode {
             while (!Files.exists(stopFile) || System.nanoTime() - lastArrival[0] < 1_000_000_000L) {
                 mailbox.receive(listener, Duration.ofMillis(100));
             }
-            System.out.println("RESULT " + mailbox.remoteStats().orElseThrow().toLogLine());
+            System.out.println("RESULT " + ((RoutedMailbox) mailbox).remoteStats().toLogLine());
         }
     }
 }

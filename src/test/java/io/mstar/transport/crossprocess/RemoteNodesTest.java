@@ -1,8 +1,6 @@
 package io.mstar.transport.crossprocess;
 
 import io.mstar.transport.RemoteConfig;
-import io.mstar.transport.docs.ReadmeConsumer;
-import io.mstar.transport.docs.ReadmeProducer;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import io.mstar.transport.testing.TwoNodes;
@@ -99,12 +97,12 @@ class RemoteNodesTest {
     @Test
     void theReadmesProducerAndConsumerRunOnTwoNodesUnchanged() throws Exception {
         try (TwoNodes nodes = new TwoNodes("producer", "consumer")) {
-            ChildJvm consumer = ChildJvm.start(true, nodes.env(false), ReadmeConsumer.class);
-            ChildJvm producer = ChildJvm.start(true, nodes.env(true), ReadmeProducer.class);
+            ChildJvm consumer = ChildJvm.start(true, nodes.env(false), quickstart.Consumer.class);
+            ChildJvm producer = ChildJvm.start(true, nodes.env(true), quickstart.Producer.class);
             assertEquals(0, producer.await(120), producer.output() + "\nconsumer:\n" + consumer.state());
             assertEquals(0, consumer.await(60), consumer.output());
-            assertTrue(producer.output().contains("producer: sent and ACKed"), producer.output());
-            assertTrue(consumer.output().contains("consumer: F32 602112 bytes"), consumer.output());
+            assertTrue(producer.output().contains("producer: Delivery[requestId=request-1, DELIVERED]"), producer.output());
+            assertTrue(consumer.output().contains("consumer: request-1 from producer, F32 602112 bytes"), consumer.output());
             producer.deleteLog();
             consumer.deleteLog();
         }

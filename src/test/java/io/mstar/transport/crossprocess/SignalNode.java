@@ -4,7 +4,6 @@ import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
@@ -29,7 +28,7 @@ public final class SignalNode {
         ParentWatch.exitWhenParentDies();
         Deployment deployment = Deployment.fromEnvironment("signals", "me");
         try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorChannels.mailbox(deployment, transport)) {
+             TensorChannel mailbox = TensorTransports.mailbox(deployment, transport)) {
             System.out.println("READY");
             switch (args[0]) {
                 case "await" -> mailbox.awaitPeer("far", Duration.ofSeconds(120));

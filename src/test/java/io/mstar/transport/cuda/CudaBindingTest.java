@@ -1,6 +1,6 @@
 package io.mstar.transport.cuda;
 
-import io.mstar.transport.CudaException;
+import io.mstar.transport.exceptions.CudaException;
 import io.mstar.transport.testing.ChildJvm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;

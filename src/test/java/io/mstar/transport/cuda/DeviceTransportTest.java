@@ -2,10 +2,7 @@ package io.mstar.transport.cuda;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DeviceTensor;
 import io.mstar.transport.ReceivedTensor;
-import io.mstar.transport.StagedBatch;
-import io.mstar.transport.StagingRequest;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransports;
@@ -13,7 +10,11 @@ import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.arena.SegmentedArena;
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.staging.DeviceTensor;
+import io.mstar.transport.staging.DeviceTransfers;
+import io.mstar.transport.staging.StagedBatch;
+import io.mstar.transport.staging.StagingRequest;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.AfterEach;
@@ -105,17 +106,17 @@ class DeviceTransportTest {
             }
             long waits = STANDIN.mstarStandinEventSyncs();
             long defaultSyncs = STANDIN.mstarStandinDefaultStreamSyncs();
-            StagedBatch staged = producer.deviceTransfers().orElseThrow().stageFromDevice(requests, false);
+            StagedBatch staged = producer.capability(DeviceTransfers.class).orElseThrow().stageFromDevice(requests, false);
             assertEquals(1, STANDIN.mstarStandinEventSyncs() - waits, "one copy wait for 64 requests");
             assertEquals(1, STANDIN.mstarStandinDefaultStreamSyncs() - defaultSyncs, "one default-stream sync");
 
             List<TensorDescriptor> perRequest = new ArrayList<>();
             for (StagingRequest<DeviceTensor> r : requests) {
-                perRequest.addAll(producer.deviceTransfers().orElseThrow().sendFromDevice(r.requestId(), r.tensors()));
+                perRequest.addAll(producer.capability(DeviceTransfers.class).orElseThrow().sendFromDevice(r.requestId(), r.tensors()));
             }
             assertEquals(64, STANDIN.mstarStandinEventSyncs() - waits - 1, "per-request sends wait once each");
 
-            StagedBatch skipped = producer.deviceTransfers().orElseThrow().stageFromDevice(requests.subList(0, 2), true);
+            StagedBatch skipped = producer.capability(DeviceTransfers.class).orElseThrow().stageFromDevice(requests.subList(0, 2), true);
             assertEquals(65, STANDIN.mstarStandinDefaultStreamSyncs() - defaultSyncs, "a synchronised caller skips it");
 
             for (int i = 0; i < 64; i++) {
@@ -145,7 +146,7 @@ class DeviceTransportTest {
             }
             STANDIN.mstarStandinSetCopyDelayUs(20_000);
             long syncsBefore = STANDIN.mstarStandinEventSyncs();
-            List<TensorDescriptor> sent = producer.deviceTransfers().orElseThrow().sendFromDevice("r", batch);
+            List<TensorDescriptor> sent = producer.capability(DeviceTransfers.class).orElseThrow().sendFromDevice("r", batch);
             assertEquals(1, STANDIN.mstarStandinEventSyncs() - syncsBefore, "one host wait for the whole batch");
             assertEquals(STANDIN.mstarStandinCopiesStarted(), STANDIN.mstarStandinCopiesDone(), "no copy pending");
             for (int i = 0; i < sent.size(); i++) {
@@ -163,14 +164,14 @@ class DeviceTransportTest {
         try (ArenaTransport producer = transport(config(), "p", 1 << 20, 1);
              ArenaTransport consumer = transport(config(), "c", 1 << 20, 1)) {
             long source = deviceBuffer(8192, 5);
-            TensorDescriptor d = producer.deviceTransfers().orElseThrow().sendFromDevice("r", List.of(new DeviceTensor(DType.U8, new long[] {8192}, source)))
+            TensorDescriptor d = producer.capability(DeviceTransfers.class).orElseThrow().sendFromDevice("r", List.of(new DeviceTensor(DType.U8, new long[] {8192}, source)))
                 .getFirst();
             long target = cuda.malloc(8192);
             allocations.add(target);
             MemorySegment.ofAddress(target).reinterpret(8192).fill((byte) 0);
             STANDIN.mstarStandinSetCopyDelayUs(200_000);
             AtomicBoolean landedAtAck = new AtomicBoolean();
-            CompletableFuture<Void> acked = consumer.deviceTransfers().orElseThrow().copyToDevice(d, target).thenAccept(done -> {
+            CompletableFuture<Void> acked = consumer.capability(DeviceTransfers.class).orElseThrow().copyToDevice(d, target).thenAccept(done -> {
                 landedAtAck.set(holdsPattern(MemorySegment.ofAddress(target).reinterpret(8192), 5));
                 producer.ack(List.of(done.uuid()));
             });
@@ -193,7 +194,7 @@ class DeviceTransportTest {
             long target = cuda.malloc(64 << 10);
             allocations.add(target);
             STANDIN.mstarStandinSetCopyDelayUs(300_000);
-            CompletableFuture<Void> acked = consumer.deviceTransfers().orElseThrow().copyToDevice(d1, target)
+            CompletableFuture<Void> acked = consumer.capability(DeviceTransfers.class).orElseThrow().copyToDevice(d1, target)
                 .thenAccept(done -> producer.ack(List.of(done.uuid())));
             Thread sender = Thread.ofPlatform().start(() -> producer.send("r", List.of(second)));
             acked.join();
@@ -218,7 +219,7 @@ class DeviceTransportTest {
             }
             List<TensorDescriptor> sent = producer.send("r", three);
             assertEquals(0, producer.statsSummary().pinnedSegments(), "nothing is pinned before the first device call");
-            List<TensorDescriptor> fromDevice = producer.deviceTransfers().orElseThrow().sendFromDevice("r", List.of(
+            List<TensorDescriptor> fromDevice = producer.capability(DeviceTransfers.class).orElseThrow().sendFromDevice("r", List.of(
                 new DeviceTensor(DType.U8, new long[] {16}, deviceBuffer(16, 1))));
             TransportStats stats = producer.statsSummary();
             assertEquals(2, stats.pinnedSegments());
@@ -231,7 +232,7 @@ class DeviceTransportTest {
         assertEquals(rangesBefore, STANDIN.mstarStandinRegisteredRanges(), "every range unregistered at close");
 
         try (ArenaTransport unpinned = transport(config(TransportConfig.PIN, "0"), "q", 1 << 20, 1)) {
-            TensorDescriptor d = unpinned.deviceTransfers().orElseThrow().sendFromDevice("r", List.of(new DeviceTensor(DType.U8, new long[] {16},
+            TensorDescriptor d = unpinned.capability(DeviceTransfers.class).orElseThrow().sendFromDevice("r", List.of(new DeviceTensor(DType.U8, new long[] {16},
                 deviceBuffer(16, 2)))).getFirst();
             assertEquals(0, unpinned.statsSummary().pinnedSegments(), "MSTAR_SHM_ARENA_PIN=0");
             unpinned.ack(List.of(d.uuid()));
@@ -266,7 +267,7 @@ class DeviceTransportTest {
                 transport.ack(List.of(d.uuid()));
                 System.out.println("host=ok");
                 try {
-                    transport.deviceTransfers().orElseThrow().sendFromDevice("r", List.of(new DeviceTensor(DType.U8, new long[] {1}, 4096)));
+                    transport.capability(DeviceTransfers.class).orElseThrow().sendFromDevice("r", List.of(new DeviceTensor(DType.U8, new long[] {1}, 4096)));
                 } catch (IllegalStateException e) {
                     System.out.println("refused=" + e.getMessage());
                 }

@@ -2,14 +2,14 @@ package io.mstar.transport.cuda;
 
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DeviceTensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.shm.MappedSegment;
+import io.mstar.transport.staging.DeviceTensor;
+import io.mstar.transport.staging.DeviceTransfers;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Assumptions;
@@ -128,7 +128,7 @@ class GpuTest {
             CudaRuntime cuda = CudaProbe.probe(config).runtime();
             try (CopyEngine engine = new CopyEngine(cuda);
                  TensorTransport transport = TensorTransports.create(Deployment.of(config, "gpu-test", role), false);
-                 TensorChannel mailbox = TensorChannels.mailbox(Deployment.of(config, "gpu-test", role));
+                 TensorChannel mailbox = TensorTransports.mailbox(Deployment.of(config, "gpu-test", role));
                  Arena host = Arena.ofConfined()) {
                 long maxBytes = 32 << 20;
                 long device = cuda.malloc(maxBytes);
@@ -144,7 +144,7 @@ class GpuTest {
                         }
                         long expected = crc(staging.asSlice(0, size));
                         engine.hostToDevice(device, staging.address(), size).join();
-                        List<TensorDescriptor> d = transport.deviceTransfers().orElseThrow().sendFromDevice(Long.toHexString(expected),
+                        List<TensorDescriptor> d = transport.capability(DeviceTransfers.class).orElseThrow().sendFromDevice(Long.toHexString(expected),
                             List.of(new DeviceTensor(DType.U8, new long[] {size}, device)));
                         mailbox.sendDescriptors("consumer", d);
                         pending.add(d.getFirst().uuid());
@@ -169,7 +169,7 @@ class GpuTest {
                             @Override
                             public void descriptors(String from, List<TensorDescriptor> batch) {
                                 for (TensorDescriptor d : batch) {
-                                    transport.deviceTransfers().orElseThrow().copyToDevice(d, device).join();
+                                    transport.capability(DeviceTransfers.class).orElseThrow().copyToDevice(d, device).join();
                                     MemorySegment back = staging.asSlice(0, d.nbytes());
                                     engine.deviceToHost(new long[] {back.address()}, new long[] {device},
                                         new long[] {d.nbytes()}, true);

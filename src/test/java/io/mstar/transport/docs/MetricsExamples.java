@@ -3,7 +3,7 @@ package io.mstar.transport.docs;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.mstar.transport.LatencyStats;
 import io.mstar.transport.TensorTransport;
-import io.mstar.transport.TransportMXBean;
+import io.mstar.transport.jmx.TransportMXBean;
 import io.mstar.transport.micrometer.TransportMetrics;
 
 import javax.management.JMX;

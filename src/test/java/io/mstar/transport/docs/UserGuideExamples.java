@@ -1,28 +1,33 @@
 package io.mstar.transport.docs;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
+import io.mstar.transport.DeliveryListener;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.DeviceTensor;
-import io.mstar.transport.DeviceTransfers;
-import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.ReceivedTensor;
-import io.mstar.transport.StagedBatch;
-import io.mstar.transport.StagingRequest;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorClaim;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.TensorReader;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.PeerUnavailableException;
+import io.mstar.transport.liveness.ConsumerLiveness;
+import io.mstar.transport.staging.DeviceTensor;
+import io.mstar.transport.staging.DeviceTransfers;
+import io.mstar.transport.staging.StagedBatch;
+import io.mstar.transport.staging.StagingRequest;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /**
@@ -37,6 +42,70 @@ final class UserGuideExamples {
 
     /** Where a request's tensor comes from and where a consumer's view goes, in the examples. */
     record Request(String id, Tensor hiddenState) {
+    }
+
+    static TensorEndpoint openEndpoint() {
+        // tag::endpointOpen[]
+        Deployment deployment = Deployment.fromEnvironment("ipc:///run/conductor.sock", "vision-encoder-0");
+        TensorEndpoint endpoint = TensorEndpoint.open(deployment);
+        // end::endpointOpen[]
+        return endpoint;
+    }
+
+    static Delivery endpointSend(TensorEndpoint endpoint, MemorySegment bytes) throws InterruptedException {
+        // tag::endpointSend[]
+        Tensor image = Tensor.of(DType.BF16, bytes, 3, 224, 224);  // bytes: contiguous, heap or native
+        Delivery delivery = endpoint.send("speech-0", "request-17", image);
+        if (delivery.await(Duration.ofSeconds(5)) != Delivery.Status.DELIVERED) {
+            System.err.println("request-17: " + delivery.failure() + ", " + delivery.detail());
+        }
+        // end::endpointSend[]
+        return delivery;
+    }
+
+    static int endpointReceive(TensorEndpoint endpoint, Consumer<MemorySegment> consume) {
+        // tag::endpointReceive[]
+        int read = endpoint.receive(tensor -> {
+            MemorySegment view = tensor.data();              // the producer's bytes: read-only, in place
+            consume.accept(view);
+        }, Duration.ofMillis(100));                          // each tensor is ACKed when the handler returns
+        // end::endpointReceive[]
+        return read;
+    }
+
+    static List<ReceivedTensor> keep(TensorEndpoint endpoint) {
+        // tag::keep[]
+        List<ReceivedTensor> held = new ArrayList<>();
+        endpoint.poll(tensor -> held.add(tensor.keep()), 16);  // kept: not ACKed when the handler returns
+        // ... later, once done with them:
+        held.forEach(ReceivedTensor::close);                   // each close sends its ACK
+        // end::keep[]
+        return held;
+    }
+
+    static TensorEndpoint outcomes(Deployment deployment, Tensor tensor, AtomicLong done, Queue<String> retry) {
+        // tag::outcomes[]
+        DeliveryListener outcomes = new DeliveryListener() {
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                done.incrementAndGet();
+            }
+
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                retry.add(requestId);                          // with why: failure, and whom: detail
+            }
+        };
+        TensorEndpoint endpoint = TensorEndpoint.open(deployment, outcomes);
+        endpoint.post("speech-0", "request-18", tensor);       // allocates nothing; the outcome goes to the listener
+        // end::outcomes[]
+        return endpoint;
+    }
+
+    static Delivery fanOut(TensorEndpoint endpoint, Tensor hidden) {
+        // tag::fanOut[]
+        List<String> readers = List.of("decoder-0", "speech-0", "logger");
+        Delivery delivery = endpoint.send(readers, "request-17", hidden);   // freed once all three have ACKed
+        // end::fanOut[]
+        return delivery;
     }
 
     static TensorTransport open() {
@@ -71,41 +140,43 @@ final class UserGuideExamples {
             MemorySegment view = t.data();                  // read-only, zero copy
             consume.accept(view);
         }
-        transport.copyTo(descriptor, myBuffer);             // or a copy into memory of yours
+        try (ReceivedTensor t = transport.receive(descriptor)) { // or a copy into memory of yours
+            MemorySegment.copy(t.data(), 0, myBuffer, 0, descriptor.nbytes());
+        }
         channel.sendAcks(descriptor.producer(), List.of(descriptor.uuid()));
         // end::receive[]
     }
 
     static void hotLoop(TensorTransport transport, Tensor tensor, MemorySegment buffer) {
         // tag::hotLoop[]
-        int length = transport.sendInto("request-17", tensor, buffer, 0);   // the descriptor's record, in place
+        int length = transport.records().sendInto("request-17", tensor, buffer, 0);   // the descriptor's record, in place
         // ... the record travels; its ACK names the uuid's halves:
-        transport.ack(DescriptorCodec.uuidMsb(buffer, 0), DescriptorCodec.uuidLsb(buffer, 0));
+        transport.records().ack(DescriptorCodec.uuidMsb(buffer, 0), DescriptorCodec.uuidLsb(buffer, 0));
         // end::hotLoop[]
         assert length > 0;
     }
 
     /** The record path through the mailbox: one round trip; returns how many ACKs the producer handled. */
     static int recordPath(TensorTransport producer, TensorChannel producerBox, TensorTransport consumer,
-                          TensorChannel consumerBox, Tensor tensor, MemorySegment record, TensorReader reader) {
+                          TensorChannel consumerBox, Tensor tensor, MemorySegment record, TensorRecords.Reader reader) {
         // tag::recordPath[]
         // The producer sends the record that sendInto (or a claim's publish(record, 0)) wrote, as it is.
-        producerBox.sendDescriptorRecord("speech-0", record, 0, producer.sendInto("request-19", tensor, record, 0));
+        producerBox.records().sendDescriptorRecord("speech-0", record, 0, producer.records().sendInto("request-19", tensor, record, 0));
 
         // Both sides take records and ACKs in place, one by one.
         TensorChannel.RecordListener consumerSide = new TensorChannel.RecordListener() {
             public void descriptor(String from, MemorySegment in, long offset, int length) {
-                consumer.receive(in, offset, length, reader);   // validated, then read in place
-                consumerBox.sendAck(from, DescriptorCodec.uuidMsb(in, offset), DescriptorCodec.uuidLsb(in, offset));
+                consumer.records().receive(in, offset, length, reader);   // validated, then read in place
+                consumerBox.records().sendAck(from, DescriptorCodec.uuidMsb(in, offset), DescriptorCodec.uuidLsb(in, offset));
             }
             public void ack(String from, long msb, long lsb) { }
         };
         TensorChannel.RecordListener producerSide = new TensorChannel.RecordListener() {
             public void descriptor(String from, MemorySegment in, long offset, int length) { }
-            public void ack(String from, long msb, long lsb) { producer.ack(msb, lsb); }
+            public void ack(String from, long msb, long lsb) { producer.records().ack(msb, lsb); }
         };
-        consumerBox.pollRecords(consumerSide, 64);
-        int acks = producerBox.pollRecords(producerSide, 64);
+        consumerBox.records().pollRecords(consumerSide, 64);
+        int acks = producerBox.records().pollRecords(producerSide, 64);
         // end::recordPath[]
         return acks;
     }
@@ -130,7 +201,7 @@ final class UserGuideExamples {
     static TensorChannel mailbox(Deployment deployment, TensorTransport transport, TensorChannel.Listener listener,
                                  List<TensorDescriptor> descriptors) {
         // tag::mailbox[]
-        TensorChannel channel = TensorChannels.mailbox(deployment, transport);
+        TensorChannel channel = TensorTransports.mailbox(deployment, transport);
         channel.sendDescriptors("speech-0", descriptors);
         channel.receive(listener, Duration.ofMillis(100));  // calls listener.descriptors and listener.acks
         // end::mailbox[]
@@ -162,7 +233,7 @@ final class UserGuideExamples {
 
     static void ownChannelLiveness(TensorTransport transport, String consumer, List<TensorDescriptor> descriptors) {
         // tag::ownChannelLiveness[]
-        transport.consumerLiveness().ifPresent(liveness -> {
+        transport.capability(ConsumerLiveness.class).ifPresent(liveness -> {
             liveness.watch(entity -> isRunning(entity));            // once: how to tell a consumer is alive
             liveness.sentTo(consumer, descriptors.stream().map(TensorDescriptor::uuid).toList());
         });
@@ -173,22 +244,13 @@ final class UserGuideExamples {
         return true;
     }
 
-    static List<TensorDescriptor> fanOut(TensorTransport transport, TensorChannel channel, Tensor hidden) {
-        // tag::fanOut[]
-        List<String> readers = List.of("decoder-0", "speech-0", "logger");
-        List<TensorDescriptor> descriptors = transport.send("request-17", List.of(hidden), readers);
-        channel.sendDescriptors(readers, descriptors);       // one call delivers the batch to each of them
-        // end::fanOut[]
-        return descriptors;
-    }
-
     static StagedBatch stage(TensorTransport transport, List<Request> batch) {
         // tag::stage[]
         List<StagingRequest<Tensor>> step = new ArrayList<>();
         for (Request r : batch) {
             step.add(new StagingRequest<>(r.id(), List.of(r.hiddenState())));
         }
-        StagedBatch staged = transport.stage(step);
+        StagedBatch staged = StagedBatch.stage(transport, step);
         List<List<TensorDescriptor>> perRequest = staged.descriptors();   // in the order of the requests
         int[] segment = staged.segmentIndex();                             // or the placements as two columns:
         long[] offset = staged.offset();                                   // staged.segmentNames().get(segment[i]), offset[i]
@@ -198,7 +260,7 @@ final class UserGuideExamples {
 
     static StagedBatch stageFromDevice(TensorTransport transport, List<StagingRequest<DeviceTensor>> requests) {
         // tag::device[]
-        DeviceTransfers device = transport.deviceTransfers()
+        DeviceTransfers device = transport.capability(DeviceTransfers.class)
             .orElseThrow(() -> new IllegalStateException("device tensors need the arena (MSTAR_SHM_ARENA=1)"));
         StagedBatch staged = device.stageFromDevice(requests, false);     // one host wait for every copy
         // end::device[]

@@ -7,6 +7,8 @@ import io.mstar.transport.TransportConfig;
 import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.arena.SegmentedArena;
 import io.mstar.transport.channel.ShmMailbox;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.spill.FileTransport;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;

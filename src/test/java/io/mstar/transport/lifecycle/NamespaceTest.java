@@ -1,5 +1,7 @@
 package io.mstar.transport.lifecycle;
 
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.naming.ShmNames;
 import org.junit.jupiter.api.Test;
 
 import java.util.UUID;

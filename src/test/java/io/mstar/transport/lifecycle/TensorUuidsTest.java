@@ -6,6 +6,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.arena.SegmentedArena;
+import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;

@@ -5,7 +5,7 @@ import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
-import io.mstar.transport.TransportMXBean;
+import io.mstar.transport.jmx.TransportMXBean;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;

@@ -73,7 +73,7 @@ public final class OrtMisuse {
             return e.getMessage();
         } finally {
             producer.ack(List.of(x.uuid()));
-            files.unlinkOwnedFiles(); // what was published here has no consumer
+            ((io.mstar.transport.spill.FileTransport) files).unlinkOwnedFiles(); // what was published here has no consumer
         }
     }
 }

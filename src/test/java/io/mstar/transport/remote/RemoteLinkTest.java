@@ -2,21 +2,20 @@ package io.mstar.transport.remote;
 
 import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
-import io.mstar.transport.ConfigurationException;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.PeerUnavailableException;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.RemoteStats;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.ConfigurationException;
+import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.testing.ShmTestDir;
 import io.mstar.transport.testing.TwoNodes;
 import org.junit.jupiter.api.Test;
@@ -87,8 +86,8 @@ class RemoteLinkTest {
                 }
             }, () -> acked.get() == SIZES.length);
             assertEquals(0, producer.statsSummary().inFlight());
-            RemoteStats sent = outbox.remoteStats().orElseThrow();
-            RemoteStats received = inbox.remoteStats().orElseThrow();
+            RemoteStats sent = ((RoutedMailbox) outbox).remoteStats();
+            RemoteStats received = ((RoutedMailbox) inbox).remoteStats();
             assertEquals(SIZES.length, sent.tensorsSent());
             assertEquals(SIZES.length, sent.landed());
             assertEquals(SIZES.length, received.tensorsReceived());
@@ -107,15 +106,15 @@ class RemoteLinkTest {
             TensorTransport consumer = sides.consumer();
             TensorChannel inbox = sides.inbox();
             MemorySegment record = arena.allocate(512);
-            int length = producer.sendInto("r0", pattern(arena, 300_000, 0), record, 0);
-            outbox.sendDescriptorRecord("decode", record, 0, length);
+            int length = producer.records().sendInto("r0", pattern(arena, 300_000, 0), record, 0);
+            outbox.records().sendDescriptorRecord("decode", record, 0, length);
             AtomicInteger read = new AtomicInteger();
             while (read.get() == 0) {
-                inbox.pollRecords(new TensorChannel.RecordListener() {
+                inbox.records().pollRecords(new TensorChannel.RecordListener() {
                     @Override
                     public void descriptor(String from, MemorySegment r, long offset, int n) {
-                        consumer.receive(r, offset, n, (data, at, bytes) -> assertTrue(matches(data.asSlice(at, bytes), 0)));
-                        inbox.sendAck(from, DescriptorCodec.uuidMsb(r, offset), DescriptorCodec.uuidLsb(r, offset));
+                        consumer.records().receive(r, offset, n, (data, at, bytes) -> assertTrue(matches(data.asSlice(at, bytes), 0)));
+                        inbox.records().sendAck(from, DescriptorCodec.uuidMsb(r, offset), DescriptorCodec.uuidLsb(r, offset));
                         read.incrementAndGet();
                     }
 
@@ -127,14 +126,14 @@ class RemoteLinkTest {
             }
             long deadline = System.nanoTime() + 20_000_000_000L;
             while (producer.statsSummary().inFlight() > 0 && System.nanoTime() < deadline) {
-                outbox.pollRecords(new TensorChannel.RecordListener() {
+                outbox.records().pollRecords(new TensorChannel.RecordListener() {
                     @Override
                     public void descriptor(String from, MemorySegment r, long offset, int n) {
                     }
 
                     @Override
                     public void ack(String from, long msb, long lsb) {
-                        producer.ack(msb, lsb);
+                        producer.records().ack(msb, lsb);
                     }
                 }, 16);
             }
@@ -146,7 +145,7 @@ class RemoteLinkTest {
     void aFanOutTensorIsFreedOnceTheLocalConsumerAckedAndTheRemoteOneLandedIt() throws Exception {
         try (TwoNodes nodes = new TwoNodes("prefill", "decode");
              Sides sides = Sides.open(nodes);
-             TensorChannel local = TensorChannels.mailbox(ShmTestDir.deployment(nodes.dirA, "pipe", "local"));
+             TensorChannel local = TensorTransports.mailbox(ShmTestDir.deployment(nodes.dirA, "pipe", "local"));
              Arena arena = Arena.ofConfined()) {
             TensorTransport producer = sides.producer();
             TensorChannel outbox = sides.outbox();
@@ -195,7 +194,7 @@ class RemoteLinkTest {
         try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
             Deployment a = Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S, "1"), "pipe", "prefill");
             try (TensorTransport producer = TensorTransports.create(a, false);
-                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
+                 TensorChannel outbox = TensorTransports.mailbox(a, producer);
                  Arena arena = Arena.ofConfined()) {
                 List<TensorDescriptor> sent = producer.send("r", List.of(pattern(arena, 1 << 20, 1)));
                 long start = System.nanoTime();
@@ -206,7 +205,7 @@ class RemoteLinkTest {
                 assertTrue(System.nanoTime() - start < 15_000_000_000L, "the send must not hang");
                 assertEquals(1, producer.statsSummary().inFlight(), "the tensor stays the caller's");
                 producer.ack(List.of(sent.getFirst().uuid()));
-                assertEquals(0, outbox.remoteStats().orElseThrow().tensorsSent());
+                assertEquals(0, ((RoutedMailbox) outbox).remoteStats().tensorsSent());
             }
         }
     }
@@ -281,7 +280,7 @@ class RemoteLinkTest {
                 outbox.receive(ackListener(producer, acked), Duration.ofMillis(50));
             }
             assertEquals(0, producer.statsSummary().inFlight());
-            assertEquals(0, inbox.remoteStats().orElseThrow().aborted());
+            assertEquals(0, ((RoutedMailbox) inbox).remoteStats().aborted());
         }
     }
 
@@ -309,9 +308,9 @@ class RemoteLinkTest {
             Deployment a = Deployment.of(nodes.config(true, RemoteConfig.AERON_DIR, driverDir.toString()), "pipe", "prefill");
             Deployment b = Deployment.of(nodes.config(false, RemoteConfig.AERON_DIR, driverDir.toString()), "pipe", "decode");
             try (TensorTransport producer = TensorTransports.create(a, false);
-                 TensorChannel outbox = TensorChannels.mailbox(a, producer);
+                 TensorChannel outbox = TensorTransports.mailbox(a, producer);
                  TensorTransport consumer = TensorTransports.create(b, false);
-                 TensorChannel inbox = TensorChannels.mailbox(b)) {
+                 TensorChannel inbox = TensorTransports.mailbox(b)) {
                 assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)));
                 assertTrue(ShmTestDir.list(nodes.dirA).stream().noneMatch(n -> n.contains("_aeron_")),
                     "no embedded driver: " + ShmTestDir.list(nodes.dirA));
@@ -346,7 +345,7 @@ class RemoteLinkTest {
     void anEntityOnAnotherNodeNeedsThisNodesEndpoint() throws Exception {
         try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
             Deployment a = Deployment.of(nodes.config(true, RemoteConfig.LISTEN, ""), "pipe", "prefill");
-            ConfigurationException e = assertThrows(ConfigurationException.class, () -> TensorChannels.mailbox(a));
+            ConfigurationException e = assertThrows(ConfigurationException.class, () -> TensorTransports.mailbox(a));
             assertTrue(e.getMessage().contains(RemoteConfig.LISTEN), e.getMessage());
         }
     }
@@ -358,9 +357,9 @@ class RemoteLinkTest {
             Deployment a = Deployment.of(nodes.config(true), "pipe", "prefill");
             Deployment b = Deployment.of(nodes.config(false, nodeB), "pipe", "decode");
             TensorTransport producer = TensorTransports.create(a, false);
-            TensorChannel outbox = TensorChannels.mailbox(a, producer);
+            TensorChannel outbox = TensorTransports.mailbox(a, producer);
             TensorTransport consumer = TensorTransports.create(b, false);
-            Sides sides = new Sides(producer, outbox, consumer, TensorChannels.mailbox(b));
+            Sides sides = new Sides(producer, outbox, consumer, TensorTransports.mailbox(b));
             assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)), "decode's endpoint never connected");
             return sides;
         }

@@ -2,6 +2,8 @@ package io.mstar.transport.spill;
 
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransportContract;
+import io.mstar.transport.liveness.ConsumerLiveness;
+import io.mstar.transport.staging.DeviceTransfers;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -15,7 +17,12 @@ class FileTransportContractTest extends TensorTransportContract {
     @Test
     void hasNeitherADevicePathNorConsumerLiveness() {
         TensorTransport files = open("producer");
-        assertTrue(files.deviceTransfers().isEmpty());
-        assertTrue(files.consumerLiveness().isEmpty());
+        assertTrue(files.capability(DeviceTransfers.class).isEmpty());
+        assertTrue(files.capability(ConsumerLiveness.class).isEmpty());
+    }
+
+    @Override
+    protected void unlinkOwnedFiles(TensorTransport producer) {
+        ((FileTransport) producer).unlinkOwnedFiles();
     }
 }

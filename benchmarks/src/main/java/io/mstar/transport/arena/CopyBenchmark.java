@@ -1,6 +1,6 @@
 package io.mstar.transport.arena;
 
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.naming.Namespace;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

@@ -4,7 +4,7 @@ import io.mstar.transport.DType;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.naming.Namespace;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

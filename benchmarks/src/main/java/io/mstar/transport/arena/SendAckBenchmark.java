@@ -5,7 +5,7 @@ import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.naming.Namespace;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -77,7 +77,7 @@ public class SendAckBenchmark {
     /** The allocation-free path: the descriptor is written into a reused buffer, the ACK names the uuid's halves. */
     @Benchmark
     public int sendIntoThenAck() {
-        int length = transport.sendInto("request", one, descriptorBuffer, 0);
+        int length = transport.records().sendInto("request", one, descriptorBuffer, 0);
         transport.ack(descriptorBuffer.get(UUID_HALF, 16), descriptorBuffer.get(UUID_HALF, 24));
         return length;
     }

@@ -1,15 +1,16 @@
 package io.mstar.transport.arena;
 
 import io.mstar.transport.DType;
-import io.mstar.transport.DeviceTensor;
-import io.mstar.transport.StagedBatch;
-import io.mstar.transport.StagingRequest;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.cuda.CudaProbe;
 import io.mstar.transport.cuda.CudaStatus;
-import io.mstar.transport.lifecycle.Namespace;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.staging.DeviceTensor;
+import io.mstar.transport.staging.DeviceTransfers;
+import io.mstar.transport.staging.StagedBatch;
+import io.mstar.transport.staging.StagingRequest;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -86,8 +87,8 @@ public class StagingBenchmark {
 
     @Benchmark
     public StagedBatch oneStagingCall() {
-        StagedBatch staged = memory.equals("host") ? transport.stage(hostRequests)
-            : transport.deviceTransfers().orElseThrow().stageFromDevice(deviceRequests, false);
+        StagedBatch staged = memory.equals("host") ? StagedBatch.stage(transport, hostRequests)
+            : transport.capability(DeviceTransfers.class).orElseThrow().stageFromDevice(deviceRequests, false);
         staged.descriptors().forEach(this::ack);
         return staged;
     }
@@ -98,7 +99,7 @@ public class StagingBenchmark {
         for (int i = 0; i < REQUESTS; i++) {
             List<TensorDescriptor> sent = memory.equals("host")
                 ? transport.send(hostRequests.get(i).requestId(), hostRequests.get(i).tensors())
-                : transport.deviceTransfers().orElseThrow().sendFromDevice(deviceRequests.get(i).requestId(), deviceRequests.get(i).tensors());
+                : transport.capability(DeviceTransfers.class).orElseThrow().sendFromDevice(deviceRequests.get(i).requestId(), deviceRequests.get(i).tensors());
             ack(sent);
             n += sent.size();
         }

@@ -5,10 +5,9 @@ import io.mstar.transport.Deployment;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.TensorReader;
+import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
@@ -103,8 +102,8 @@ public class RoundTripBenchmark {
         Deployment consumerDeployment = producerDeployment.withEntity("consumer");
         producer = TensorTransports.create(producerDeployment, false);
         consumer = TensorTransports.create(consumerDeployment, false);
-        producerBox = TensorChannels.mailbox(producerDeployment);
-        consumerBox = TensorChannels.mailbox(consumerDeployment);
+        producerBox = TensorTransports.mailbox(producerDeployment);
+        consumerBox = TensorTransports.mailbox(consumerDeployment);
     }
 
     @TearDown(Level.Trial)
@@ -132,12 +131,12 @@ public class RoundTripBenchmark {
     }
 
     private final MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]);
-    private final TensorReader reader = (memory, offset, nbytes) -> checksum += memory.get(ValueLayout.JAVA_BYTE, offset);
+    private final TensorRecords.Reader reader = (memory, offset, nbytes) -> checksum += memory.get(ValueLayout.JAVA_BYTE, offset);
     private final TensorChannel.RecordListener consumerRecords = new TensorChannel.RecordListener() {
         @Override
         public void descriptor(String from, MemorySegment in, long offset, int length) {
-            consumer.receive(in, offset, length, reader);
-            consumerBox.sendAck(from, DescriptorCodec.uuidMsb(in, offset), DescriptorCodec.uuidLsb(in, offset));
+            consumer.records().receive(in, offset, length, reader);
+            consumerBox.records().sendAck(from, DescriptorCodec.uuidMsb(in, offset), DescriptorCodec.uuidLsb(in, offset));
         }
 
         @Override
@@ -151,14 +150,14 @@ public class RoundTripBenchmark {
 
         @Override
         public void ack(String from, long msb, long lsb) {
-            producer.ack(msb, lsb);
+            producer.records().ack(msb, lsb);
         }
     };
 
     /** The record path: the descriptor's record sent as is, read in place, ACKed by halves. */
     @Benchmark
     public long recordSendIntoPath() {
-        producerBox.sendDescriptorRecord("consumer", record, 0, producer.sendInto("request", tensors.getFirst(), record, 0));
+        producerBox.records().sendDescriptorRecord("consumer", record, 0, producer.records().sendInto("request", tensors.getFirst(), record, 0));
         return finishRecords();
     }
 
@@ -166,7 +165,7 @@ public class RoundTripBenchmark {
     public long recordClaimPath() {
         try (TensorClaim claim = producer.claim("request", DType.U8, bytes)) {
             claim.memory().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
-            producerBox.sendDescriptorRecord("consumer", record, 0, claim.publish(record, 0));
+            producerBox.records().sendDescriptorRecord("consumer", record, 0, claim.publish(record, 0));
         }
         return finishRecords();
     }
@@ -174,11 +173,11 @@ public class RoundTripBenchmark {
     private long finishRecords() {
         int read = 0;
         for (int attempt = 0; attempt < 3 && read == 0; attempt++) {
-            read = consumerBox.pollRecords(consumerRecords, 16);
+            read = consumerBox.records().pollRecords(consumerRecords, 16);
         }
         int acked = 0;
         for (int attempt = 0; attempt < 3 && acked == 0; attempt++) {
-            acked = producerBox.pollRecords(producerRecords, 16);
+            acked = producerBox.records().pollRecords(producerRecords, 16);
         }
         if (read + acked != 2) {
             throw new IllegalStateException("the round trip lost a message");

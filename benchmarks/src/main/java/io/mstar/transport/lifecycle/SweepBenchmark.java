@@ -1,5 +1,6 @@
 package io.mstar.transport.lifecycle;
 
+import io.mstar.transport.naming.Namespace;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

@@ -5,9 +5,8 @@ import io.mstar.transport.Deployment;
 import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorClaim;
-import io.mstar.transport.TensorReader;
+import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
@@ -79,16 +78,16 @@ final class ArenaPeer {
         int[] pending = new int[1];
         String[] producer = new String[1];
         try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorChannels.mailbox(deployment)) {
+             TensorChannel mailbox = TensorTransports.mailbox(deployment)) {
             System.out.println("READY");
-            TensorReader check = verifier::check;
+            TensorRecords.Reader check = verifier::check;
             TensorChannel.RecordListener listener = new TensorChannel.RecordListener() {
                 @Override
                 public void descriptor(String from, MemorySegment record, long offset, int length) {
                     if (DescriptorCodec.nbytes(record, offset) == 0) {
                         done[0] = true;
                     } else {
-                        transport.receive(record, offset, length, check);
+                        transport.records().receive(record, offset, length, check);
                     }
                     long msb = DescriptorCodec.uuidMsb(record, offset);
                     long lsb = DescriptorCodec.uuidLsb(record, offset);
@@ -98,7 +97,7 @@ final class ArenaPeer {
                         pending[0]++;
                         producer[0] = from;
                     } else {
-                        mailbox.sendAck(from, msb, lsb);
+                        mailbox.records().sendAck(from, msb, lsb);
                     }
                 }
 
@@ -108,9 +107,9 @@ final class ArenaPeer {
             };
             IdleStrategy idle = idleStrategy();
             while (!done[0]) {
-                idle.idle(mailbox.pollRecords(listener, 64));
+                idle.idle(mailbox.records().pollRecords(listener, 64));
                 if (pending[0] > 0) {
-                    mailbox.sendAcks(producer[0], acks, pending[0]);
+                    mailbox.records().sendAcks(producer[0], acks, pending[0]);
                     pending[0] = 0;
                 }
             }
@@ -123,7 +122,7 @@ final class ArenaPeer {
         boolean claim = peer.equals("arena-claim") || peer.equals("remote");
         try (Arena scratch = Arena.ofShared();
              TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorChannels.mailbox(deployment)) {
+             TensorChannel mailbox = TensorTransports.mailbox(deployment)) {
             if (!mailbox.awaitPeer("consumer", Duration.ofSeconds(30))) {
                 throw new IllegalStateException("the consumer did not start");
             }
@@ -145,9 +144,9 @@ final class ArenaPeer {
                     } else {
                         Tensor payload = payloads[Arrays.binarySearch(Protocol.SIZES, size)];
                         Protocol.fill(payload.data(), seq);
-                        length = transport.sendInto("x", payload, record, 0);
+                        length = transport.records().sendInto("x", payload, record, 0);
                     }
-                    mailbox.sendDescriptorRecord("consumer", record, 0, length);
+                    mailbox.records().sendDescriptorRecord("consumer", record, 0, length);
                 }
             };
             Thread acker = Thread.ofPlatform().daemon().start(() -> {
@@ -158,22 +157,22 @@ final class ArenaPeer {
 
                     @Override
                     public void ack(String from, long msb, long lsb) {
-                        transport.ack(msb, lsb);
+                        transport.records().ack(msb, lsb);
                         loop.acked();
                     }
                 };
                 IdleStrategy idle = idleStrategy();
                 while (!Thread.currentThread().isInterrupted()) {
                     try {
-                        idle.idle(mailbox.pollRecords(listener, 64));
+                        idle.idle(mailbox.records().pollRecords(listener, 64));
                     } catch (IllegalStateException closed) {
                         return;
                     }
                 }
             });
             loop.run(seconds);
-            int length = transport.sendInto("end", Tensor.of(DType.U8, MemorySegment.NULL, 0), record, 0);
-            mailbox.sendDescriptorRecord("consumer", record, 0, length);
+            int length = transport.records().sendInto("end", Tensor.of(DType.U8, MemorySegment.NULL, 0), record, 0);
+            mailbox.records().sendDescriptorRecord("consumer", record, 0, length);
             Thread.sleep(200); // the end marker's ACK
             acker.interrupt();
         }

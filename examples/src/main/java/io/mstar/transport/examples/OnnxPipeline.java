@@ -9,7 +9,6 @@ import io.mstar.transport.Deployment;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorChannels;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
@@ -162,7 +161,7 @@ public final class OnnxPipeline {
         OrtEnvironment env = OrtEnvironment.getEnvironment();
         Deployment deployment = deployment(dir, "stage-a");
         try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorChannels.mailbox(deployment, transport);
+             TensorChannel mailbox = TensorTransports.mailbox(deployment, transport);
              OrtSession model = env.createSession(TinyModels.denseRelu(IN, HIDDEN, SEED))) {
             OrtBridge bridge = new OrtBridge(env, transport);
             mailbox.awaitPeer("stage-b", Duration.ofSeconds(60));
@@ -218,7 +217,7 @@ public final class OnnxPipeline {
         Deployment deployment = deployment(dir, "stage-b");
         CRC32C digest = new CRC32C();
         try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorChannels.mailbox(deployment);
+             TensorChannel mailbox = TensorTransports.mailbox(deployment);
              OrtSession model = env.createSession(TinyModels.denseRelu(HIDDEN, OUT, SEED + 1));
              Arena arena = Arena.ofConfined()) {
             OrtBridge bridge = new OrtBridge(env, transport);

@@ -1,0 +1,47 @@
+package io.mstar.transport;
+
+import java.time.Duration;
+
+/**
+ * What became of the tensors of one {@link TensorEndpoint#send send}: pending until every consumer has
+ * ACKed each of them (then {@link Status#DELIVERED}), or failed at the first tensor that cannot be (then
+ * {@link Status#FAILED}, with the {@link Failure} and a detail naming the consumer or the cause).
+ * Thread-safe.
+ */
+public interface Delivery {
+    /** Where a delivery stands. */
+    enum Status { PENDING, DELIVERED, FAILED }
+
+    /** Why a tensor was not delivered. */
+    enum Failure {
+        /** A consumer on this node died before ACKing it (its space is freed). */
+        CONSUMER_DIED,
+        /** A consumer on another node did not confirm it within {@code MSTAR_REMOTE_TIMEOUT_S}. */
+        REMOTE_TIMEOUT,
+        /** It never reached the consumer: no process runs as that entity, or it did not take the message. */
+        REFUSED,
+        /** It got no ACK within {@code MSTAR_SHM_ARENA_SLOT_TTL_S} and was reclaimed. */
+        EXPIRED,
+        /** The endpoint closed while it was in flight. */
+        CLOSED
+    }
+
+    String requestId();
+
+    Status status();
+
+    /** Whether the status is no longer {@link Status#PENDING}. */
+    boolean isDone();
+
+    /** Why it failed; null unless {@link Status#FAILED}. */
+    Failure failure();
+
+    /** The failure in words (which consumer, what cause); null unless {@link Status#FAILED}. */
+    String detail();
+
+    /**
+     * Waits until the delivery is decided or the timeout passes; returns its status then (still
+     * {@link Status#PENDING} on timeout). ACKs are read meanwhile, also when called from a handler.
+     */
+    Status await(Duration timeout) throws InterruptedException;
+}

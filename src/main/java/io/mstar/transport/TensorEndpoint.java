@@ -1,0 +1,115 @@
+package io.mstar.transport;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * One worker's way in: the transport and the mailbox of one entity, opened and closed together. It sends to
+ * entity names and tells the producer what became of each tensor ({@link Delivery}, {@link DeliveryListener});
+ * it hands received tensors to a {@link TensorHandler} in place and ACKs them when the handler returns; and it
+ * carries the ACKs that come back to its transport itself, so no application code sits between them.
+ *
+ * <h2>Who reads the mailbox</h2>
+ * One thread at a time reads this entity's mailbox: a thread in {@link #poll} or {@link #receive} (its
+ * handler gets the tensors; ACKs go to the transport on the way), a thread in {@link Delivery#await}, or,
+ * when no thread of the application has read for a millisecond, the endpoint's own ACK thread (started by
+ * the first send). A tensor that arrives while no handler reads is kept, in order, for the next
+ * {@code poll} or {@code receive}. Outcomes are told on the thread that learns them.
+ *
+ * <h2>The fast path</h2>
+ * {@link #post(String, String, Tensor)} and {@link #post(String, TensorClaim)} send one tensor as its
+ * descriptor's record and tell its outcome to the listener only: with a handler that reads
+ * {@link IncomingTensor}'s fields in place, a round trip allocates nothing in steady state on the arena.
+ *
+ * <p>A receive-only endpoint makes no arena segment: the first send or claim makes it, or
+ * {@link #prepareToSend()} ahead of time. Thread-safe: several threads may send; reads take turns.
+ */
+public interface TensorEndpoint extends AutoCloseable {
+    /**
+     * Opens this entity's endpoint: its transport ({@code MSTAR_SHM_ARENA} picks it) and its mailbox.
+     *
+     * @throws io.mstar.transport.exceptions.EntityInUseException   when a live process already runs as this entity
+     * @throws io.mstar.transport.exceptions.ConfigurationException when the configuration or a JVM flag is wrong
+     */
+    static TensorEndpoint open(Deployment deployment) {
+        return open(deployment, null);
+    }
+
+    /** As {@link #open(Deployment)}, telling {@code listener} what became of every tensor this endpoint sends. */
+    static TensorEndpoint open(Deployment deployment, DeliveryListener listener) {
+        return TensorTransports.assembly().endpoint(deployment, listener);
+    }
+
+    Deployment deployment();
+
+    /** Waits until {@code entity} runs and can receive, or the timeout passes; returns whether it runs. */
+    boolean awaitPeer(String entity, Duration timeout) throws InterruptedException;
+
+    /**
+     * Sends the tensors of one request to {@code to} (one copy each into shared memory) and returns what
+     * became of them. A consumer that does not run makes the delivery {@link Delivery.Failure#REFUSED} at once,
+     * its tensors freed; nothing is thrown for it.
+     *
+     * @throws io.mstar.transport.exceptions.CapacityException when there is no room even to spill (nothing
+     *                                                         stays reserved)
+     */
+    Delivery send(String to, String requestId, Tensor... tensors);
+
+    /**
+     * Sends one request's tensors to several consumers (fan-out): each tensor's space is freed once every one
+     * of them has ACKed it; the delivery fails if one of them dies or does not run.
+     *
+     * @param to 1 to 64 distinct entities
+     */
+    Delivery send(List<String> to, String requestId, Tensor... tensors);
+
+    /**
+     * Sends one tensor to {@code to} and tells its outcome to the listener only: the fast path, which
+     * allocates nothing on the arena in steady state.
+     */
+    void post(String to, String requestId, Tensor tensor);
+
+    /**
+     * Claims room for one tensor of {@code dtype} and {@code shape} to write in place; send it with
+     * {@link #post(String, TensorClaim)}, or close it unsent to free the room (see {@link TensorClaim}).
+     */
+    TensorClaim claim(String requestId, DType dtype, long... shape);
+
+    /** Publishes a claim written in place and sends it to {@code to}; its outcome goes to the listener. */
+    void post(String to, TensorClaim claim);
+
+    /**
+     * Hands up to {@code limit} waiting tensors to {@code handler}, in place, without blocking; each is ACKed
+     * when the handler returns (or throws) unless it was kept. ACKs for this entity's own tensors go to its
+     * transport on the way. Returns the messages read.
+     *
+     * @throws IllegalStateException when called from a handler, or after close
+     */
+    int poll(TensorHandler handler, int limit);
+
+    /**
+     * Waits until at least one message is read or the timeout passes, handing tensors to {@code handler} as
+     * {@link #poll} does; returns the messages read (0 on timeout).
+     */
+    int receive(TensorHandler handler, Duration timeout);
+
+    /** Makes the arena's first segment now, so that the first send does not pay for it. */
+    void prepareToSend();
+
+    /** The transport underneath: its stats, its device path, descriptors of your own. */
+    TensorTransport transport();
+
+    /** The mailbox underneath. Do not poll it yourself while the endpoint is used: the endpoint reads it. */
+    TensorChannel channel();
+
+    /** The cross-node path's counters, when {@code MSTAR_REMOTE_*} is set. */
+    Optional<RemoteStats> remoteStats();
+
+    /**
+     * Closes the mailbox and the transport; tensors still in flight fail with {@link Delivery.Failure#CLOSED}.
+     * Idempotent.
+     */
+    @Override
+    void close();
+}

@@ -1,0 +1,44 @@
+package io.mstar.transport;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A transport's calls that allocate nothing on the arena: a descriptor travels as its record (the
+ * {@code DescriptorCodec} binary form, in a buffer of the caller's), an ACK as its uuid's two halves. {@link TensorEndpoint} uses them on its fast path; an
+ * application with a channel of its own can too. Get it with {@link TensorTransport#records()}.
+ */
+public interface TensorRecords {
+    /**
+     * Sends one tensor and writes its descriptor's record at {@code offset} of {@code out} (at least
+     * {@code DescriptorCodec.MAX_RECORD_BYTES} free bytes): allocates nothing when the strings are ASCII.
+     * The uuid is at bytes 16..31 of the record ({@code DescriptorCodec.uuidMsb/uuidLsb}).
+     *
+     * @return the bytes written
+     */
+    int sendInto(String requestId, Tensor tensor, MemorySegment out, long offset);
+
+    /**
+     * Receives the tensor that a record names, without making the descriptor: validates the record against
+     * this process's namespace, then hands the tensor's bytes to {@code reader} in place and releases them
+     * when it returns.
+     *
+     * @throws io.mstar.transport.exceptions.DescriptorFormatException naming the field of the record that fails
+     */
+    void receive(MemorySegment record, long offset, int length, Reader reader);
+
+    /** ACKs one tensor by its uuid's halves, as {@link TensorTransport#ack(java.util.Collection)}. */
+    void ack(long uuidMsb, long uuidLsb);
+
+    /** ACKs one tensor on behalf of {@code consumer}, as {@link TensorTransport#ack(String, java.util.Collection)}. */
+    void ack(String consumer, long uuidMsb, long uuidLsb);
+
+    /**
+     * Reads one received tensor in place during {@link #receive}: its bytes are {@code [offset, offset + nbytes)}
+     * of {@code memory} (read-only), valid only during the call. Make one and reuse it: a receive through a
+     * reader allocates nothing on the arena.
+     */
+    @FunctionalInterface
+    interface Reader {
+        void read(MemorySegment memory, long offset, long nbytes);
+    }
+}

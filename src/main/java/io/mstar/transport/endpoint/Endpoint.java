@@ -1,0 +1,482 @@
+package io.mstar.transport.endpoint;
+
+import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
+import io.mstar.transport.DeliveryListener;
+import io.mstar.transport.Deployment;
+import io.mstar.transport.RemoteConfig;
+import io.mstar.transport.RemoteStats;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorChannel;
+import io.mstar.transport.TensorClaim;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.TensorHandler;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.acks.TensorFates;
+import io.mstar.transport.arena.ArenaTransport;
+import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.PeerUnavailableException;
+import io.mstar.transport.remote.RoutedMailbox;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The {@link TensorEndpoint}: a transport and a mailbox, the endpoint's reading lock over the mailbox (see
+ * the interface for who reads when), the tensors it waits outcomes for ({@link SentTensors}), the
+ * flyweight a handler sees ({@link Incoming}) and the ACK thread. One class: sending, reading and the
+ * outcomes share the table and the lock.
+ */
+final class Endpoint implements TensorEndpoint {
+    private static final Logger LOG = LoggerFactory.getLogger(TensorEndpoint.class);
+    /** How long the application may leave the mailbox unread before the ACK thread reads it. */
+    static final long IDLE_READ_NS = 1_000_000;
+
+    private final Deployment deployment;
+    private final TensorTransport transport;
+    private final TensorChannel channel;
+    private final TensorChannel.Records records;
+    private final DeliveryListener listener; // null: outcomes only for Delivery handles
+    private final SentTensors sent = new SentTensors(); // guarded by itself
+    private final ReentrantLock reading = new ReentrantLock();
+    private final ArrayDeque<Parked> parked = new ArrayDeque<>(); // guarded by reading
+    private final Incoming incoming = new Incoming(this); // guarded by reading
+    private final Reader reader = new Reader(); // guarded by reading
+    private final ThreadLocal<MemorySegment> recordBuffers =
+        ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]));
+    private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+    private volatile long lastRead = System.nanoTime();
+    private volatile boolean sending;
+    private volatile boolean closed;
+    private Thread ackThread; // guarded by this
+
+    Endpoint(Deployment deployment, TensorTransport transport, TensorChannel channel,
+                           DeliveryListener listener) {
+        this.deployment = deployment;
+        this.transport = transport;
+        this.channel = channel;
+        this.records = channel.records();
+        this.listener = listener;
+        if (transport instanceof TensorFates.Source source) {
+            source.reportFatesTo(new TensorFates() {
+                @Override
+                public void freed(long uuidMsb, long uuidLsb, Fate fate, String consumer) {
+                    Endpoint.this.freed(uuidMsb, uuidLsb, fate, consumer);
+                }
+
+                @Override
+                public void settle() {
+                    readAllAcks();
+                }
+            });
+        }
+    }
+
+    @Override
+    public Deployment deployment() {
+        return deployment;
+    }
+
+    @Override
+    public TensorTransport transport() {
+        return transport;
+    }
+
+    @Override
+    public TensorChannel channel() {
+        return channel;
+    }
+
+    @Override
+    public boolean awaitPeer(String entity, Duration timeout) throws InterruptedException {
+        return channel.awaitPeer(entity, timeout);
+    }
+
+    @Override
+    public void prepareToSend() {
+        startSending();
+        if (transport instanceof ArenaTransport arena) {
+            arena.prepareToSend();
+        }
+    }
+
+    @Override
+    public Delivery send(String to, String requestId, Tensor... tensors) {
+        return send(List.of(to), false, requestId, tensors);
+    }
+
+    @Override
+    public Delivery send(List<String> to, String requestId, Tensor... tensors) {
+        return send(to, true, requestId, tensors);
+    }
+
+    private Delivery send(List<String> to, boolean fanOut, String requestId, Tensor[] tensors) {
+        startSending();
+        List<Tensor> batch = List.of(tensors);
+        List<TensorDescriptor> descriptors = fanOut ? transport.send(requestId, batch, to)
+            : transport.send(requestId, batch);
+        DeliveryHandle delivery = new DeliveryHandle(this, requestId, descriptors.size());
+        String consumer = fanOut ? null : to.getFirst();
+        synchronized (sent) { // before the descriptors go: their ACKs may come back at once
+            for (TensorDescriptor d : descriptors) {
+                sent.track(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), requestId, delivery,
+                    consumer);
+            }
+        }
+        try {
+            channel.sendDescriptors(to, descriptors);
+        } catch (PeerUnavailableException e) {
+            if (fanOut) { // the others have them; this one's share goes with the liveness check
+                for (TensorDescriptor d : descriptors) {
+                    failLater(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), e.entity(),
+                        e.getMessage());
+                }
+            } else {
+                for (TensorDescriptor d : descriptors) {
+                    refuse(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), to.getFirst(),
+                        e.getMessage());
+                }
+            }
+        }
+        return delivery;
+    }
+
+    @Override
+    public void post(String to, String requestId, Tensor tensor) {
+        startSending();
+        MemorySegment record = recordBuffers.get();
+        int length = transport.records().sendInto(requestId, tensor, record, 0);
+        sendRecord(to, requestId, record, length);
+    }
+
+    @Override
+    public TensorClaim claim(String requestId, DType dtype, long... shape) {
+        startSending();
+        return transport.claim(requestId, dtype, shape);
+    }
+
+    @Override
+    public void post(String to, TensorClaim claim) {
+        MemorySegment record = recordBuffers.get();
+        int length = claim.publish(record, 0);
+        sendRecord(to, claim.requestId(), record, length);
+    }
+
+    private void sendRecord(String to, String requestId, MemorySegment record, int length) {
+        long msb = DescriptorCodec.uuidMsb(record, 0);
+        long lsb = DescriptorCodec.uuidLsb(record, 0);
+        if (listener != null) {
+            synchronized (sent) {
+                sent.track(msb, lsb, requestId, null, to);
+            }
+        }
+        try {
+            records.sendDescriptorRecord(to, record, 0, length);
+        } catch (PeerUnavailableException e) {
+            refuse(msb, lsb, to, e.getMessage());
+        }
+    }
+
+    // A tensor that never reached its consumer: failed, then freed (its ACK finds it decided).
+    private void refuse(long msb, long lsb, String consumer, String why) {
+        failLater(msb, lsb, consumer, why);
+        transport.records().ack(consumer, msb, lsb);
+    }
+
+    // A remote entity that took nothing within the timeout timed out; a local one refused.
+    private void failLater(long msb, long lsb, String consumer, String why) {
+        Delivery.Failure failure = consumer != null && deployment.config().remote().isRemote(consumer)
+            ? Delivery.Failure.REMOTE_TIMEOUT : Delivery.Failure.REFUSED;
+        synchronized (sent) {
+            sent.fail(msb, lsb, failure, why);
+        }
+    }
+
+    // What the transport says became of a tensor it freed (or of one consumer's share of it).
+    private void freed(long msb, long lsb, TensorFates.Fate fate, String consumer) {
+        String requestId;
+        DeliveryHandle delivery;
+        Delivery.Failure failure;
+        String detail;
+        synchronized (sent) {
+            if (fate == TensorFates.Fate.SHARE_LOST) {
+                sent.fail(msb, lsb, failureOf(consumer), deathOf(consumer));
+                return;
+            }
+            if (!sent.remove(msb, lsb)) {
+                return; // not sent by this endpoint, or nobody waits for it
+            }
+            requestId = sent.removedRequestId;
+            delivery = sent.removedDelivery;
+            failure = sent.removedFailure;
+            detail = sent.removedDetail;
+            String to = consumer != null ? consumer : sent.removedConsumer;
+            if (failure == null && fate == TensorFates.Fate.CONSUMER_DIED) {
+                failure = failureOf(to);
+                detail = deathOf(to);
+            } else if (failure == null && fate == TensorFates.Fate.EXPIRED) {
+                failure = Delivery.Failure.EXPIRED;
+                detail = "no ACK within " + TransportConfig.SLOT_TTL_S + "=" + deployment.config().slotTtl().toSeconds() + " s";
+            }
+        }
+        report(requestId, msb, lsb, delivery, failure, detail);
+    }
+
+    private Delivery.Failure failureOf(String consumer) {
+        return consumer != null && deployment.config().remote().isRemote(entityOf(consumer))
+            ? Delivery.Failure.REMOTE_TIMEOUT : Delivery.Failure.CONSUMER_DIED;
+    }
+
+    private String deathOf(String consumer) {
+        return consumer == null ? "a consumer died before ACKing"
+            : failureOf(consumer) == Delivery.Failure.REMOTE_TIMEOUT
+            ? "consumer " + entityOf(consumer) + " on another node did not confirm it within " + RemoteConfig.TIMEOUT_S
+            : "consumer " + entityOf(consumer) + " died before ACKing";
+    }
+
+    private static String entityOf(String key) {
+        int at = key.indexOf('@');
+        return at < 0 ? key : key.substring(0, at);
+    }
+
+    private void report(String requestId, long msb, long lsb, DeliveryHandle delivery, Delivery.Failure failure,
+                        String detail) {
+        if (delivery != null) {
+            if (failure == null) {
+                delivery.tensorDelivered();
+            } else {
+                delivery.tensorFailed(failure, detail);
+            }
+        }
+        if (listener != null) {
+            try {
+                if (failure == null) {
+                    listener.delivered(requestId, msb, lsb);
+                } else {
+                    listener.failed(requestId, msb, lsb, failure, detail);
+                }
+            } catch (RuntimeException e) {
+                LOG.warn("the delivery listener threw (the outcome stands): requestId={}", requestId, e);
+            }
+        }
+    }
+
+    @Override
+    public int poll(TensorHandler handler, int limit) {
+        reading.lock();
+        try {
+            if (reader.handler != null) {
+                throw new IllegalStateException("poll or receive from a handler: return from the handler instead");
+            }
+            lastRead = System.nanoTime();
+            int read = 0;
+            while (read < limit && !parked.isEmpty()) {
+                Parked p = parked.poll();
+                read++;
+                dispatch(p.from(), MemorySegment.ofArray(p.record()), 0, p.record().length, handler);
+            }
+            if (read < limit) {
+                reader.handler = handler;
+                try {
+                    read += records.pollRecords(reader, limit - read);
+                } finally {
+                    reader.handler = null;
+                }
+            }
+            return read;
+        } finally {
+            reading.unlock();
+        }
+    }
+
+    @Override
+    public int receive(TensorHandler handler, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        idle.reset();
+        while (true) {
+            int read = poll(handler, 64);
+            if (read > 0 || System.nanoTime() - deadline > 0) {
+                return read;
+            }
+            idle.idle();
+        }
+    }
+
+    // Called with the reading lock held.
+    private void dispatch(String from, MemorySegment record, long at, int length, TensorHandler handler) {
+        boolean kept = false;
+        try {
+            kept = incoming.deliver(from, record, at, length, handler, transport);
+        } finally {
+            if (!kept && DescriptorCodec.recordLength(record, at, length) == length) {
+                ack(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at));
+            }
+        }
+    }
+
+    /** Sends an ACK to a tensor's producer; a producer that is gone needs none. */
+    void ack(String producer, long msb, long lsb) {
+        try {
+            records.sendAck(producer, msb, lsb);
+        } catch (PeerUnavailableException e) {
+            LOG.debug("ACK not sent, its producer is gone: {}", e.getMessage());
+        }
+    }
+
+    /** Reads the mailbox for ACKs unless another thread reads it or read it within the last millisecond. */
+    void readAcksIfIdle() {
+        if (reading.isHeldByCurrentThread() || (System.nanoTime() - lastRead > IDLE_READ_NS && reading.tryLock())) {
+            try {
+                lastRead = System.nanoTime();
+                records.pollRecords(reader, 64);
+            } finally {
+                if (reading.isHeldByCurrentThread()) {
+                    reading.unlock();
+                }
+            }
+        }
+    }
+
+    // Reads every message waiting, unless a thread of the application holds the mailbox for long.
+    private void readAllAcks() {
+        try {
+            if (reading.tryLock(100, TimeUnit.MILLISECONDS)) {
+                try {
+                    lastRead = System.nanoTime();
+                    while (records.pollRecords(reader, 64) > 0) {
+                        lastRead = System.nanoTime();
+                    }
+                } finally {
+                    reading.unlock();
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IllegalStateException e) {
+            LOG.debug("mailbox closed while settling: {}", e.getMessage());
+        }
+    }
+
+    /**
+     * Takes each mailbox item: a record to the handler of the thread that reads, or kept for the next one
+     * when it has none; an ACK to the transport.
+     */
+    private final class Reader implements TensorChannel.RecordListener {
+        TensorHandler handler;
+
+        @Override
+        public void descriptor(String from, MemorySegment record, long offset, int length) {
+            if (handler == null) {
+                parked.add(new Parked(from, record.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE)));
+            } else {
+                TensorHandler h = handler;
+                handler = null; // a nested read (a Delivery awaited in the handler) keeps what it reads
+                try {
+                    dispatch(from, record, offset, length, h);
+                } finally {
+                    handler = h;
+                }
+            }
+        }
+
+        @Override
+        public void ack(String from, long msb, long lsb) {
+            transport.records().ack(from, msb, lsb);
+        }
+    }
+
+    private record Parked(String from, byte[] record) {
+    }
+
+    private void startSending() {
+        if (closed) {
+            throw new IllegalStateException("endpoint is closed: entity=" + deployment.entity());
+        }
+        if (!sending) {
+            synchronized (this) {
+                if (!sending && !closed) {
+                    sending = true;
+                    ackThread = Thread.ofPlatform().daemon().name("mstar-acks-" + deployment.entity())
+                        .start(this::readAcksWhileIdle);
+                }
+            }
+        }
+    }
+
+    // The ACK thread: reads when the application has not for a while, so frees and outcomes never wait on it.
+    private void readAcksWhileIdle() {
+        IdleStrategy backoff = new BackoffIdleStrategy(1, 1, 10_000, IDLE_READ_NS);
+        while (!closed) {
+            try {
+                readAcksIfIdle();
+            } catch (IllegalStateException e) {
+                LOG.debug("the ACK thread stops, the mailbox is closed: {}", e.getMessage()); // by close() or at exit
+                return;
+            } catch (RuntimeException e) {
+                LOG.warn("the ACK thread could not read the mailbox", e);
+            }
+            backoff.idle();
+        }
+    }
+
+    @Override
+    public void close() {
+        Thread thread;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            thread = ackThread;
+        }
+        if (thread != null) {
+            thread.interrupt();
+            try {
+                thread.join(1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        try {
+            channel.close();
+        } finally {
+            transport.close();
+            failUndecided();
+        }
+    }
+
+    private void failUndecided() {
+        long[] uuids;
+        synchronized (sent) {
+            uuids = sent.uuids();
+        }
+        for (int k = 0; k < uuids.length; k += 2) {
+            synchronized (sent) {
+                sent.fail(uuids[k], uuids[k + 1], Delivery.Failure.CLOSED, "the endpoint closed first");
+            }
+            freed(uuids[k], uuids[k + 1], TensorFates.Fate.ACKED, null);
+        }
+    }
+
+    @Override
+    public Optional<RemoteStats> remoteStats() {
+        return channel instanceof RoutedMailbox routed ? Optional.of(routed.remoteStats()) : Optional.empty();
+    }
+
+    @Override
+    public String toString() {
+        return "TensorEndpoint[" + deployment + ", " + transport.getClass().getSimpleName() + "]";
+    }
+}

@@ -1,0 +1,38 @@
+package io.mstar.transport.jmx;
+
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.TransportStats;
+/**
+ * A transport as JMX shows it: every transport registers one in the platform MBean server while it is
+ * open, named {@code io.mstar.transport:type=TensorTransport,namespace=<16 hex digits>,entity=<entity>}
+ * (a second transport of the same entity in one process adds {@code ,instance=2}, and so on).
+ * {@link #getStats()} is the whole snapshot as composite data (its fields, the arena's and the latency
+ * histograms'); the other attributes are the ones worth a graph. Each read takes a fresh snapshot.
+ */
+public interface TransportMXBean {
+    /** The domain of the transports' object names. */
+    String DOMAIN = "io.mstar.transport";
+
+    TransportStats getStats();
+
+    String getEntity();
+
+    String getNamespace();
+
+    long getTensorsSent();
+
+    long getBytesSent();
+
+    long getInFlight();
+
+    long getSpills();
+
+    long getAcks();
+
+    /** Bytes of the arena's segments in use; 0 for the file transport. */
+    long getArenaUsedBytes();
+
+    long getSendToAckP99Ns();
+
+    long getReceiveToReleaseP99Ns();
+}

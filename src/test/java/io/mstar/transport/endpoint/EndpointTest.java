@@ -1,0 +1,246 @@
+package io.mstar.transport.endpoint;
+
+import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
+import io.mstar.transport.DeliveryListener;
+import io.mstar.transport.Deployment;
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.RemoteConfig;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorClaim;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.TransportStats;
+import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.testing.ChildJvm;
+import io.mstar.transport.testing.ShmTestDir;
+import io.mstar.transport.testing.TwoNodes;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The endpoint: ACKs carried to the transport with no application code, each failure told with its reason,
+ * a tensor kept past its handler, and a receive-only worker that makes no segment. Consumers that must die
+ * are real child JVMs, killed with SIGKILL.
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class EndpointTest {
+    @RegisterExtension
+    final ShmTestDir shm = new ShmTestDir();
+
+    private final Outcomes outcomes = new Outcomes();
+
+    private Deployment deployment(String entity, String... extra) {
+        Map<String, String> env = new HashMap<>(Map.of(TransportConfig.SHM_DIR, shm.path().toString(),
+            TransportConfig.ARENA, "1", TransportConfig.SEGMENT_MB, "4", TransportConfig.MAX_SEGMENTS, "2"));
+        for (int i = 0; i < extra.length; i += 2) {
+            env.put(extra[i], extra[i + 1]);
+        }
+        return Deployment.of(TransportConfig.from(env::get), "endpoint-test", entity);
+    }
+
+    private static Tensor filled(int bytes, int value) {
+        return Tensor.of(DType.U8, MemorySegment.ofArray(new byte[bytes]).fill((byte) value), bytes);
+    }
+
+    private ChildJvm consumer(String entity, String mode) throws Exception {
+        ChildJvm child = ChildJvm.start(EndpointConsumer.class, shm.path().toString(), "endpoint-test", entity, mode);
+        try (TensorEndpoint probe = TensorEndpoint.open(deployment("probe-" + entity))) {
+            assertTrue(probe.awaitPeer(entity, Duration.ofSeconds(60)), entity + " did not start:\n" + child.output());
+        }
+        return child;
+    }
+
+    private void stop(ChildJvm child, String entity) throws Exception {
+        Files.createFile(shm.path().resolve("stop-" + entity));
+        assertEquals(0, child.await(60), child.output());
+        Files.delete(shm.path().resolve("stop-" + entity));
+    }
+
+    private static void awaitOutput(ChildJvm child, String text) throws Exception {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (!child.output().contains(text)) {
+            assertTrue(System.nanoTime() < deadline && child.process().isAlive(), "waiting for " + text + ":\n"
+                + child.output());
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void everySlotIsFreedWithoutTheApplicationCallingAck() throws Exception {
+        ChildJvm child = consumer("reader", "ack");
+        int count = 300;
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), outcomes)) {
+            List<Delivery> deliveries = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                deliveries.add(producer.send("reader", "request-" + i, filled(64 << 10, i)));
+                producer.post("reader", "posted-" + i, filled(4096, i));
+                try (TensorClaim claim = producer.claim("claimed-" + i, DType.U8, 1000)) {
+                    claim.memory().fill((byte) i);
+                    producer.post("reader", claim);
+                }
+            }
+            for (Delivery d : deliveries) {
+                assertEquals(Delivery.Status.DELIVERED, d.await(Duration.ofSeconds(60)), d.toString());
+            }
+            outcomes.awaitDelivered(2 * count + count);
+            TransportStats stats = producer.transport().statsSummary();
+            assertEquals(0, stats.inFlight(), stats.toLogLine());
+            assertEquals(0, stats.arena().usedBytes(), stats.toLogLine());
+            assertEquals(3L * count, stats.acks(), stats.toLogLine());
+            assertEquals(List.of(), outcomes.failures());
+        }
+        awaitOutput(child, "received=" + 3 * count + " bad=0");
+        stop(child, "reader");
+    }
+
+    @Test
+    void aConsumerThatDiesBeforeAckingFailsItsTensorsWithItsName() throws Exception {
+        ChildJvm child = consumer("mortal", "keep");
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), outcomes)) {
+            Delivery delivery = producer.send("mortal", "request-1", filled(1 << 20, 1), filled(1000, 2));
+            producer.post("mortal", "request-2", filled(4096, 3));
+            awaitOutput(child, "received=3 bad=0");
+            child.process().destroyForcibly().waitFor(); // SIGKILL: it held all three
+            assertEquals(Delivery.Status.FAILED, delivery.await(Duration.ofSeconds(30)), delivery.toString());
+            assertEquals(Delivery.Failure.CONSUMER_DIED, delivery.failure());
+            assertTrue(delivery.detail().contains("mortal"), delivery.detail());
+            List<String> failures = outcomes.awaitFailures(3);
+            assertTrue(failures.contains("request-2 CONSUMER_DIED"), failures.toString());
+            assertEquals(0, producer.transport().statsSummary().inFlight());
+        }
+        Reclaimer.sweep(shm.path()); // the killed consumer's mailbox
+    }
+
+    @Test
+    void aSendToAnEntityThatNeverStartedIsRefusedAndFreed() {
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), outcomes)) {
+            Delivery delivery = producer.send("nobody", "request-1", filled(4096, 1));
+            assertEquals(Delivery.Status.FAILED, delivery.status(), "decided at once");
+            assertEquals(Delivery.Failure.REFUSED, delivery.failure());
+            assertTrue(delivery.detail().contains("nobody"), delivery.detail());
+            producer.post("nobody", "request-2", filled(4096, 2));
+            assertEquals(List.of("request-1 REFUSED", "request-2 REFUSED"), outcomes.failures());
+            assertEquals(0, producer.transport().statsSummary().inFlight(), "a refused tensor is freed");
+        }
+    }
+
+    @Test
+    void aRemoteNodeThatTakesNothingTimesTheTensorOut() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             TensorEndpoint producer = TensorEndpoint.open(Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S, "1"),
+                 "pipe", "prefill"), outcomes)) {
+            Delivery delivery = producer.send("decode", "request-1", filled(1 << 20, 1));
+            assertEquals(Delivery.Status.FAILED, delivery.await(Duration.ofSeconds(30)), delivery.toString());
+            assertEquals(Delivery.Failure.REMOTE_TIMEOUT, delivery.failure(), delivery.toString());
+            assertEquals(0, producer.transport().statsSummary().inFlight());
+        }
+    }
+
+    @Test
+    void aHandlerKeepsATensorPastItsReturnAndItsCloseSendsTheAck() throws Exception {
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"));
+             TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
+            Delivery delivery = producer.send("reader", "request-7", filled(1 << 16, 7));
+            List<ReceivedTensor> kept = new ArrayList<>();
+            assertEquals(1, consumer.receive(tensor -> {
+                assertEquals("request-7", tensor.requestId().toString());
+                assertEquals("writer", tensor.from());
+                kept.add(tensor.keep());
+            }, Duration.ofSeconds(10)));
+            Thread.sleep(50); // an ACK, had one been sent, would be read by now
+            assertEquals(Delivery.Status.PENDING, delivery.await(Duration.ofMillis(200)), "kept: not ACKed");
+            ReceivedTensor tensor = kept.getFirst();
+            assertEquals(1 << 16, tensor.data().byteSize());
+            assertEquals(7, tensor.data().get(ValueLayout.JAVA_BYTE, (1 << 16) - 1), "readable after the handler");
+            tensor.close();
+            assertEquals(Delivery.Status.DELIVERED, delivery.await(Duration.ofSeconds(10)));
+            assertEquals(0, producer.transport().statsSummary().inFlight());
+        }
+    }
+
+    @Test
+    void aHandlerThatDoesNotKeepItsTensorAcksItOnReturn() throws Exception {
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"));
+             TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
+            Delivery delivery = producer.send("reader", "request-8", filled(100, 8));
+            long[] dims = new long[1];
+            assertEquals(1, consumer.receive(tensor -> dims[0] = tensor.dim(0), Duration.ofSeconds(10)));
+            assertEquals(100, dims[0]);
+            assertEquals(Delivery.Status.DELIVERED, delivery.await(Duration.ofSeconds(10)));
+        }
+    }
+
+    @Test
+    void aReceiveOnlyWorkerMakesNoSegmentUntilItPreparesToSend() throws Exception {
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"));
+             TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
+            Delivery delivery = producer.send("reader", "request-9", filled(4096, 9));
+            assertEquals(1, consumer.receive(tensor -> { }, Duration.ofSeconds(10)));
+            assertEquals(Delivery.Status.DELIVERED, delivery.await(Duration.ofSeconds(10)));
+            assertEquals(List.of(), segmentsOf("reader"), "a receive-only worker commits no segment");
+            assertEquals(1, segmentsOf("writer").size());
+            consumer.prepareToSend();
+            assertEquals(1, segmentsOf("reader").size());
+        }
+    }
+
+    private List<String> segmentsOf(String entity) {
+        return ShmTestDir.list(shm.path()).stream().filter(f -> f.contains("_arena_" + entity + "_"))
+            .toList();
+    }
+
+    /** The outcomes a listener heard, as "requestId FAILURE" for failures. */
+    private static final class Outcomes implements DeliveryListener {
+        private final Map<String, Boolean> delivered = new ConcurrentHashMap<>();
+        private final List<String> failed = new ArrayList<>();
+
+        @Override
+        public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+            assertNull(delivered.put(requestId + "/" + uuidMsb + "/" + uuidLsb, true), "told once");
+        }
+
+        @Override
+        public synchronized void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure,
+                                        String detail) {
+            failed.add(requestId + " " + failure);
+        }
+
+        synchronized List<String> failures() {
+            return List.copyOf(failed);
+        }
+
+        void awaitDelivered(int count) throws InterruptedException {
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (delivered.size() < count) {
+                assertTrue(System.nanoTime() < deadline, "delivered " + delivered.size() + " of " + count);
+                Thread.sleep(5);
+            }
+        }
+
+        List<String> awaitFailures(int count) throws InterruptedException {
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (failures().size() < count) {
+                assertTrue(System.nanoTime() < deadline, "failures so far: " + failures());
+                Thread.sleep(5);
+            }
+            return failures();
+        }
+    }
+}
