@@ -40,6 +40,9 @@ import java.util.UUID;
  * {@link DescriptorFormatException} naming the first bad one; it never reads outside the input.
  * Whether {@code offset + nbytes} fits the segment is checked when the segment is mapped, since only
  * the file knows its size.
+ *
+ * <p>One class on purpose: the layout above, its encoder, its validating decoder and its in-place field
+ * readers share the offsets, and a change to one must be seen beside the others.
  */
 public final class DescriptorCodec {
     private DescriptorCodec() {

@@ -4,7 +4,6 @@ import io.mstar.transport.DType;
 import io.mstar.transport.Delivery;
 import io.mstar.transport.DeliveryListener;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.RemoteStats;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
@@ -13,7 +12,6 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorHandler;
 import io.mstar.transport.TensorTransport;
-import io.mstar.transport.TransportConfig;
 import io.mstar.transport.acks.TensorFates;
 import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.codec.DescriptorCodec;
@@ -34,10 +32,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The {@link TensorEndpoint}: a transport and a mailbox, the endpoint's reading lock over the mailbox (see
- * the interface for who reads when), the tensors it waits outcomes for ({@link SentTensors}), the
- * flyweight a handler sees ({@link Incoming}) and the ACK thread. One class: sending, reading and the
- * outcomes share the table and the lock.
+ * The {@link TensorEndpoint}: a transport and a mailbox, the reading lock over the mailbox (see the
+ * interface for who reads when) with the ACK thread, the flyweight a handler sees ({@link Incoming}), and
+ * the {@link Outcomes} of what it sends.
  */
 final class Endpoint implements TensorEndpoint {
     private static final Logger LOG = LoggerFactory.getLogger(TensorEndpoint.class);
@@ -48,8 +45,7 @@ final class Endpoint implements TensorEndpoint {
     private final TensorTransport transport;
     private final TensorChannel channel;
     private final TensorChannel.Records records;
-    private final DeliveryListener listener; // null: outcomes only for Delivery handles
-    private final SentTensors sent = new SentTensors(); // guarded by itself
+    private final Outcomes outcomes;
     private final ReentrantLock reading = new ReentrantLock();
     private final ArrayDeque<Parked> parked = new ArrayDeque<>(); // guarded by reading
     private final Incoming incoming = new Incoming(this); // guarded by reading
@@ -57,7 +53,7 @@ final class Endpoint implements TensorEndpoint {
     private final ThreadLocal<MemorySegment> recordBuffers =
         ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]));
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
-    private volatile long lastRead = System.nanoTime();
+    private volatile long lastAppRead = System.nanoTime(); // when a thread with a handler last read
     private volatile boolean sending;
     private volatile boolean closed;
     private Thread ackThread; // guarded by this
@@ -68,12 +64,12 @@ final class Endpoint implements TensorEndpoint {
         this.transport = transport;
         this.channel = channel;
         this.records = channel.records();
-        this.listener = listener;
+        this.outcomes = new Outcomes(listener, deployment.config());
         if (transport instanceof TensorFates.Source source) {
             source.reportFatesTo(new TensorFates() {
                 @Override
                 public void freed(long uuidMsb, long uuidLsb, Fate fate, String consumer) {
-                    Endpoint.this.freed(uuidMsb, uuidLsb, fate, consumer);
+                    outcomes.freed(uuidMsb, uuidLsb, fate, consumer);
                 }
 
                 @Override
@@ -129,18 +125,16 @@ final class Endpoint implements TensorEndpoint {
             : transport.send(requestId, batch);
         DeliveryHandle delivery = new DeliveryHandle(this, requestId, descriptors.size());
         String consumer = fanOut ? null : to.getFirst();
-        synchronized (sent) { // before the descriptors go: their ACKs may come back at once
-            for (TensorDescriptor d : descriptors) {
-                sent.track(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), requestId, delivery,
-                    consumer);
-            }
+        for (TensorDescriptor d : descriptors) { // before the descriptors go: their ACKs may come back at once
+            outcomes.track(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), requestId, delivery,
+                consumer);
         }
         try {
             channel.sendDescriptors(to, descriptors);
         } catch (PeerUnavailableException e) {
             if (fanOut) { // the others have them; this one's share goes with the liveness check
                 for (TensorDescriptor d : descriptors) {
-                    failLater(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), e.entity(),
+                    outcomes.refused(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), e.entity(),
                         e.getMessage());
                 }
             } else {
@@ -177,10 +171,8 @@ final class Endpoint implements TensorEndpoint {
     private void sendRecord(String to, String requestId, MemorySegment record, int length) {
         long msb = DescriptorCodec.uuidMsb(record, 0);
         long lsb = DescriptorCodec.uuidLsb(record, 0);
-        if (listener != null) {
-            synchronized (sent) {
-                sent.track(msb, lsb, requestId, null, to);
-            }
+        if (outcomes.tellsEveryTensor()) {
+            outcomes.track(msb, lsb, requestId, null, to);
         }
         try {
             records.sendDescriptorRecord(to, record, 0, length);
@@ -191,96 +183,24 @@ final class Endpoint implements TensorEndpoint {
 
     // A tensor that never reached its consumer: failed, then freed (its ACK finds it decided).
     private void refuse(long msb, long lsb, String consumer, String why) {
-        failLater(msb, lsb, consumer, why);
+        outcomes.refused(msb, lsb, consumer, why);
         transport.records().ack(consumer, msb, lsb);
     }
 
-    // A remote entity that took nothing within the timeout timed out; a local one refused.
-    private void failLater(long msb, long lsb, String consumer, String why) {
-        Delivery.Failure failure = consumer != null && deployment.config().remote().isRemote(consumer)
-            ? Delivery.Failure.REMOTE_TIMEOUT : Delivery.Failure.REFUSED;
-        synchronized (sent) {
-            sent.fail(msb, lsb, failure, why);
-        }
-    }
 
-    // What the transport says became of a tensor it freed (or of one consumer's share of it).
-    private void freed(long msb, long lsb, TensorFates.Fate fate, String consumer) {
-        String requestId;
-        DeliveryHandle delivery;
-        Delivery.Failure failure;
-        String detail;
-        synchronized (sent) {
-            if (fate == TensorFates.Fate.SHARE_LOST) {
-                sent.fail(msb, lsb, failureOf(consumer), deathOf(consumer));
-                return;
-            }
-            if (!sent.remove(msb, lsb)) {
-                return; // not sent by this endpoint, or nobody waits for it
-            }
-            requestId = sent.removedRequestId;
-            delivery = sent.removedDelivery;
-            failure = sent.removedFailure;
-            detail = sent.removedDetail;
-            String to = consumer != null ? consumer : sent.removedConsumer;
-            if (failure == null && fate == TensorFates.Fate.CONSUMER_DIED) {
-                failure = failureOf(to);
-                detail = deathOf(to);
-            } else if (failure == null && fate == TensorFates.Fate.EXPIRED) {
-                failure = Delivery.Failure.EXPIRED;
-                detail = "no ACK within " + TransportConfig.SLOT_TTL_S + "=" + deployment.config().slotTtl().toSeconds() + " s";
-            }
-        }
-        report(requestId, msb, lsb, delivery, failure, detail);
-    }
 
-    private Delivery.Failure failureOf(String consumer) {
-        return consumer != null && deployment.config().remote().isRemote(entityOf(consumer))
-            ? Delivery.Failure.REMOTE_TIMEOUT : Delivery.Failure.CONSUMER_DIED;
-    }
 
-    private String deathOf(String consumer) {
-        return consumer == null ? "a consumer died before ACKing"
-            : failureOf(consumer) == Delivery.Failure.REMOTE_TIMEOUT
-            ? "consumer " + entityOf(consumer) + " on another node did not confirm it within " + RemoteConfig.TIMEOUT_S
-            : "consumer " + entityOf(consumer) + " died before ACKing";
-    }
 
-    private static String entityOf(String key) {
-        int at = key.indexOf('@');
-        return at < 0 ? key : key.substring(0, at);
-    }
 
-    private void report(String requestId, long msb, long lsb, DeliveryHandle delivery, Delivery.Failure failure,
-                        String detail) {
-        if (delivery != null) {
-            if (failure == null) {
-                delivery.tensorDelivered();
-            } else {
-                delivery.tensorFailed(failure, detail);
-            }
-        }
-        if (listener != null) {
-            try {
-                if (failure == null) {
-                    listener.delivered(requestId, msb, lsb);
-                } else {
-                    listener.failed(requestId, msb, lsb, failure, detail);
-                }
-            } catch (RuntimeException e) {
-                LOG.warn("the delivery listener threw (the outcome stands): requestId={}", requestId, e);
-            }
-        }
-    }
 
     @Override
     public int poll(TensorHandler handler, int limit) {
         reading.lock();
         try {
-            if (reader.handler != null) {
+            if (incoming.inHandler()) {
                 throw new IllegalStateException("poll or receive from a handler: return from the handler instead");
             }
-            lastRead = System.nanoTime();
+            lastAppRead = System.nanoTime();
             int read = 0;
             while (read < limit && !parked.isEmpty()) {
                 Parked p = parked.poll();
@@ -321,6 +241,7 @@ final class Endpoint implements TensorEndpoint {
             kept = incoming.deliver(from, record, at, length, handler, transport);
         } finally {
             if (!kept && DescriptorCodec.recordLength(record, at, length) == length) {
+                // Each at once: gathering a poll's ACKs into one message made producers wait (docs/benchmarks.md).
                 ack(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at));
             }
         }
@@ -335,28 +256,32 @@ final class Endpoint implements TensorEndpoint {
         }
     }
 
-    /** Reads the mailbox for ACKs unless another thread reads it or read it within the last millisecond. */
-    void readAcksIfIdle() {
-        if (reading.isHeldByCurrentThread() || (System.nanoTime() - lastRead > IDLE_READ_NS && reading.tryLock())) {
-            try {
-                lastRead = System.nanoTime();
-                records.pollRecords(reader, 64);
-            } finally {
-                if (reading.isHeldByCurrentThread()) {
-                    reading.unlock();
-                }
+    /**
+     * Reads the mailbox for ACKs unless a thread with a handler read it within the last millisecond or another
+     * thread reads it now; returns the messages read. What it finds for a handler waits for the next poll.
+     */
+    int readAcksIfIdle() {
+        boolean nested = reading.isHeldByCurrentThread(); // a Delivery awaited in a handler
+        if (!nested && (System.nanoTime() - lastAppRead <= IDLE_READ_NS || !reading.tryLock())) {
+            return 0;
+        }
+        try {
+            return records.pollRecords(reader, 64);
+        } finally {
+            if (!nested) {
+                reading.unlock();
             }
         }
     }
+
 
     // Reads every message waiting, unless a thread of the application holds the mailbox for long.
     private void readAllAcks() {
         try {
             if (reading.tryLock(100, TimeUnit.MILLISECONDS)) {
                 try {
-                    lastRead = System.nanoTime();
                     while (records.pollRecords(reader, 64) > 0) {
-                        lastRead = System.nanoTime();
+                        Thread.onSpinWait();
                     }
                 } finally {
                     reading.unlock();
@@ -417,17 +342,18 @@ final class Endpoint implements TensorEndpoint {
 
     // The ACK thread: reads when the application has not for a while, so frees and outcomes never wait on it.
     private void readAcksWhileIdle() {
-        IdleStrategy backoff = new BackoffIdleStrategy(1, 1, 10_000, IDLE_READ_NS);
+        IdleStrategy backoff = new BackoffIdleStrategy(16, 8, 1_000, 100_000); // the mailbox's own receive backoff
         while (!closed) {
+            int read = 0;
             try {
-                readAcksIfIdle();
+                read = readAcksIfIdle();
             } catch (IllegalStateException e) {
                 LOG.debug("the ACK thread stops, the mailbox is closed: {}", e.getMessage()); // by close() or at exit
                 return;
             } catch (RuntimeException e) {
                 LOG.warn("the ACK thread could not read the mailbox", e);
             }
-            backoff.idle();
+            backoff.idle(read);
         }
     }
 
@@ -453,22 +379,10 @@ final class Endpoint implements TensorEndpoint {
             channel.close();
         } finally {
             transport.close();
-            failUndecided();
+            outcomes.closed();
         }
     }
 
-    private void failUndecided() {
-        long[] uuids;
-        synchronized (sent) {
-            uuids = sent.uuids();
-        }
-        for (int k = 0; k < uuids.length; k += 2) {
-            synchronized (sent) {
-                sent.fail(uuids[k], uuids[k + 1], Delivery.Failure.CLOSED, "the endpoint closed first");
-            }
-            freed(uuids[k], uuids[k + 1], TensorFates.Fate.ACKED, null);
-        }
-    }
 
     @Override
     public Optional<RemoteStats> remoteStats() {

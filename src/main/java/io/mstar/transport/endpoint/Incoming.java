@@ -79,6 +79,11 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
         handler.onTensor(this);
     }
 
+    /** Whether a handler runs now (on the thread that holds the reading lock). */
+    boolean inHandler() {
+        return inHandler;
+    }
+
     private void checkInHandler() {
         if (!inHandler) {
             throw new IllegalStateException("an IncomingTensor is valid only during its handler's call; keep() it to"

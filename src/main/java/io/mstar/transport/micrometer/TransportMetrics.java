@@ -7,7 +7,9 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.TimeGauge;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.LatencyStats;
+import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
 
@@ -27,7 +29,7 @@ import java.util.function.ToLongFunction;
  * One stats snapshot serves every meter for a second, so a scrape takes one.
  *
  * <p>Micrometer holds a meter's state object weakly: the state is the transport (which its owner holds while
- * it runs), and the functions hold this binder, so {@code new TransportMetrics(t, e).bindTo(registry)}
+ * it runs), and the functions hold this binder, so {@code new TransportMetrics(endpoint).bindTo(registry)}
  * keeps working after the binder itself is dropped.
  */
 public final class TransportMetrics implements MeterBinder {
@@ -38,10 +40,15 @@ public final class TransportMetrics implements MeterBinder {
     private volatile TransportStats cached;
     private volatile long cachedAtNs;
 
-    /** @param entity the transport's entity, for the meters' tag */
-    public TransportMetrics(TensorTransport transport, String entity) {
+    /** The meters of an endpoint's transport, tagged with the endpoint's entity. */
+    public TransportMetrics(TensorEndpoint endpoint) {
+        this(endpoint.transport(), endpoint.deployment());
+    }
+
+    /** The meters of a transport built for {@code deployment} (for a transport used without an endpoint). */
+    public TransportMetrics(TensorTransport transport, Deployment deployment) {
         this.transport = transport;
-        this.entity = entity;
+        this.entity = deployment.entity();
     }
 
     @Override

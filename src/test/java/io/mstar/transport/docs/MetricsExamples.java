@@ -2,6 +2,7 @@ package io.mstar.transport.docs;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.mstar.transport.LatencyStats;
+import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.jmx.TransportMXBean;
 import io.mstar.transport.micrometer.TransportMetrics;
@@ -17,9 +18,9 @@ final class MetricsExamples {
     private MetricsExamples() {
     }
 
-    static void micrometer(TensorTransport transport, MeterRegistry registry) {
+    static void micrometer(TensorEndpoint endpoint, MeterRegistry registry) {
         // tag::micrometer[]
-        new TransportMetrics(transport, "vision-encoder-0").bindTo(registry);
+        new TransportMetrics(endpoint).bindTo(registry);    // tagged with the endpoint's entity
         // end::micrometer[]
     }
 

@@ -9,6 +9,7 @@ import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.TensorHandler;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.lifecycle.Reclaimer;
@@ -21,6 +22,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -199,6 +201,74 @@ class EndpointTest {
             consumer.prepareToSend();
             assertEquals(1, segmentsOf("reader").size());
         }
+    }
+
+    /**
+     * The fast path in one thread: post (or claim and post), the consumer's handler reads in place, the ACK
+     * comes back and the listener hears it. Bytes allocated per round trip by this thread, after warm-up.
+     */
+    private double fastPathBytesPerTensor(boolean claiming) {
+        long[] delivered = {0};
+        DeliveryListener counting = new DeliveryListener() {
+            @Override
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                delivered[0]++;
+            }
+
+            @Override
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                throw new AssertionError(failure + ": " + detail);
+            }
+        };
+        Tensor tensor = filled(4096, 1);
+        long[] checksum = {0};
+        TensorHandler reads = t -> checksum[0] += t.memory().get(ValueLayout.JAVA_BYTE, t.offset() + t.nbytes() - 1);
+        TensorHandler none = t -> {
+            throw new AssertionError("the producer got a tensor");
+        };
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), counting);
+             TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
+            producer.prepareToSend();
+            long allocated = 0;
+            int measured = 50_000;
+            for (int i = 0; i < 2 * measured; i++) {
+                if (i == measured) {
+                    allocated = threads.getCurrentThreadAllocatedBytes();
+                }
+                long before = delivered[0];
+                if (claiming) {
+                    try (TensorClaim claim = producer.claim("r", DType.U8, 4096)) {
+                        claim.memory().set(ValueLayout.JAVA_BYTE, 4095, (byte) 1);
+                        producer.post("reader", claim);
+                    }
+                } else {
+                    producer.post("reader", "r", tensor);
+                }
+                while (consumer.poll(reads, 16) == 0) {
+                    Thread.onSpinWait(); // a poll may read only the padding at the ring's end
+                }
+                while (delivered[0] == before) {
+                    producer.poll(none, 16); // or the endpoint's ACK thread reads it
+                }
+            }
+            allocated = threads.getCurrentThreadAllocatedBytes() - allocated;
+            assertEquals(2L * measured, checksum[0], "every tensor read intact");
+            assertEquals(0, producer.transport().statsSummary().inFlight());
+            return (double) allocated / measured;
+        }
+    }
+
+    @Test
+    void theFastPathAllocatesAtMost64BytesPerTensor() {
+        double bytes = fastPathBytesPerTensor(false);
+        assertTrue(bytes <= 64, bytes + " bytes per tensor");
+    }
+
+    @Test
+    void aClaimOnTheFastPathAllocatesOnlyTheClaim() {
+        double bytes = fastPathBytesPerTensor(true);
+        assertTrue(bytes <= 256, bytes + " bytes per tensor"); // the claim object, its slice and shape
     }
 
     private List<String> segmentsOf(String entity) {

@@ -2,8 +2,10 @@ package io.mstar.transport.micrometer;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.mstar.transport.DType;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.testing.ShmTestDir;
@@ -24,14 +26,15 @@ class TransportMetricsTest {
     @Test
     void theBinderShowsCountersGaugesAndTheSendToAckTimer() {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
-        try (TensorTransport transport = TensorTransports.create(shm.deployment("m", "worker"), false)) {
+        Deployment worker = shm.deployment("m", "worker");
+        try (TensorTransport transport = TensorTransports.create(worker, false)) {
             for (int i = 0; i < 3; i++) {
                 TensorDescriptor d = transport.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[100]),
                     100))).getFirst();
                 transport.ack(List.of(d.uuid()));
             }
             transport.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[100]), 100)));
-            new TransportMetrics(transport, "worker").bindTo(registry);
+            new TransportMetrics(transport, worker).bindTo(registry);
             assertEquals(4, registry.get("mstar.transport.tensors.sent").tag("entity", "worker").functionCounter().count());
             assertEquals(400, registry.get("mstar.transport.bytes.sent").functionCounter().count());
             assertEquals(1, registry.get("mstar.transport.in.flight").gauge().value());
@@ -47,9 +50,9 @@ class TransportMetricsTest {
     @Test
     void theMetersKeepCountingAfterTheBinderIsDroppedAndCollected() throws InterruptedException {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
-        try (TensorTransport transport = TensorTransports.create(shm.deployment("m", "worker"), false)) {
-            transport.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[100]), 100)));
-            new TransportMetrics(transport, "worker").bindTo(registry); // as a user binds it: nobody keeps the binder
+        try (TensorEndpoint endpoint = TensorEndpoint.open(shm.deployment("m", "worker"))) {
+            endpoint.transport().send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[100]), 100)));
+            new TransportMetrics(endpoint).bindTo(registry); // as a user binds it: nobody keeps the binder
             for (int i = 0; i < 3; i++) {
                 System.gc(); // Micrometer holds a meter's state object weakly
                 Thread.sleep(20);

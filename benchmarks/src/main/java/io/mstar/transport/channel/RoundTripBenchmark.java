@@ -1,12 +1,16 @@
 package io.mstar.transport.channel;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
+import io.mstar.transport.DeliveryListener;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.TensorHandler;
 import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
@@ -104,10 +108,68 @@ public class RoundTripBenchmark {
         consumer = TensorTransports.create(consumerDeployment, false);
         producerBox = TensorTransports.mailbox(producerDeployment);
         consumerBox = TensorTransports.mailbox(consumerDeployment);
+        producerEndpoint = TensorEndpoint.open(producerDeployment.withEntity("endpoint-producer"), outcomes);
+        consumerEndpoint = TensorEndpoint.open(producerDeployment.withEntity("endpoint-consumer"));
+        producerEndpoint.prepareToSend();
+    }
+
+    // The endpoint's fast path: post (or claim and post), the consumer's handler reads in place and is ACKed
+    // on return, the producer's endpoint carries the ACK to its transport and tells the listener.
+    private TensorEndpoint producerEndpoint;
+    private TensorEndpoint consumerEndpoint;
+    private volatile long delivered; // the ACK thread may tell it
+    private final DeliveryListener outcomes = new DeliveryListener() {
+        @Override
+        public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+            delivered++;
+        }
+
+        @Override
+        public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+            throw new IllegalStateException("the round trip failed: " + failure + ", " + detail);
+        }
+    };
+    private final TensorHandler reads = tensor -> checksum += tensor.memory().get(ValueLayout.JAVA_BYTE, tensor.offset());
+    private final TensorHandler noTensor = tensor -> {
+        throw new IllegalStateException("the producer got a tensor");
+    };
+
+    /** The endpoint's fast path: one tensor posted, read in place, ACKed on return, its outcome told. */
+    @Benchmark
+    public long endpointPostPath() {
+        producerEndpoint.post("endpoint-consumer", "request", tensors.getFirst());
+        return finishEndpoint();
+    }
+
+    /** As {@link #endpointPostPath()}, the tensor written in a claimed slot. */
+    @Benchmark
+    public long endpointClaimPath() {
+        try (TensorClaim claim = producerEndpoint.claim("request", DType.U8, bytes)) {
+            claim.memory().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+            producerEndpoint.post("endpoint-consumer", claim);
+        }
+        return finishEndpoint();
+    }
+
+    private long finishEndpoint() {
+        long before = delivered;
+        int read = 0;
+        for (int attempt = 0; attempt < 3 && read == 0; attempt++) {
+            read = consumerEndpoint.poll(reads, 16);
+        }
+        for (int attempt = 0; attempt < 1000 && delivered == before; attempt++) {
+            producerEndpoint.poll(noTensor, 16); // or the endpoint's ACK thread reads it
+        }
+        if (read != 1 || delivered != before + 1) {
+            throw new IllegalStateException("the round trip lost a message");
+        }
+        return checksum;
     }
 
     @TearDown(Level.Trial)
     public void tearDown() throws IOException {
+        producerEndpoint.close();
+        consumerEndpoint.close();
         producerBox.close();
         consumerBox.close();
         producer.close();

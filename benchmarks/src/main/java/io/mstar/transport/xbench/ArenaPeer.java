@@ -1,16 +1,15 @@
 package io.mstar.transport.xbench;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
+import io.mstar.transport.DeliveryListener;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.Tensor;
-import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorClaim;
-import io.mstar.transport.TensorRecords;
-import io.mstar.transport.TensorTransport;
-import io.mstar.transport.TensorTransports;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.TensorHandler;
 import io.mstar.transport.TransportConfig;
-import io.mstar.transport.codec.DescriptorCodec;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 
@@ -27,10 +26,11 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * The library's peers through its public API and built-in mailbox, on the record path (descriptor records
- * sent as they are, read in place, ACKed by uuid halves: the steady state allocates nothing):
- * {@code arena-send} (the producer fills its own buffer, {@code sendInto} copies it into a slot),
- * {@code arena-claim} (the producer fills the claimed slot, then publishes it) and {@code file} (the file
+ * The library's peers through its public API, on the endpoint's fast path (a tensor posted as its
+ * descriptor's record, read in place by a handler, ACKed on return, its outcome told to a listener: the
+ * steady state allocates nothing):
+ * {@code arena-send} (the producer fills its own buffer, {@code post} copies it into a slot),
+ * {@code arena-claim} (the producer fills the claimed slot, then posts it) and {@code file} (the file
  * transport); {@code remote} is {@code arena-claim} across two "nodes": each JVM has a shared-memory directory
  * of its own and the tensors cross on the cross-node path (Aeron UDP on 127.0.0.1, MTU
  * {@code -Dxbench.remoteMtu}, default 8192). A zero-byte tensor ends the run.
@@ -73,45 +73,18 @@ final class ArenaPeer {
         Deployment deployment = deployment(peer, dir, "consumer");
         Protocol.Verifier verifier = new Protocol.Verifier();
         boolean[] done = new boolean[1];
-        boolean coalesce = Boolean.getBoolean("xbench.coalesceAcks");
-        long[] acks = new long[2 * 64]; // one poll's ACKs: at most 64 messages of one descriptor
-        int[] pending = new int[1];
-        String[] producer = new String[1];
-        try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorTransports.mailbox(deployment)) {
+        TensorHandler check = tensor -> {
+            if (tensor.nbytes() == 0) {
+                done[0] = true;
+            } else {
+                verifier.check(tensor.memory(), tensor.offset(), tensor.nbytes());
+            }
+        };
+        try (TensorEndpoint endpoint = TensorEndpoint.open(deployment)) {
             System.out.println("READY");
-            TensorRecords.Reader check = verifier::check;
-            TensorChannel.RecordListener listener = new TensorChannel.RecordListener() {
-                @Override
-                public void descriptor(String from, MemorySegment record, long offset, int length) {
-                    if (DescriptorCodec.nbytes(record, offset) == 0) {
-                        done[0] = true;
-                    } else {
-                        transport.records().receive(record, offset, length, check);
-                    }
-                    long msb = DescriptorCodec.uuidMsb(record, offset);
-                    long lsb = DescriptorCodec.uuidLsb(record, offset);
-                    if (coalesce && pending[0] < 64) { // sent after the poll, all in one message
-                        acks[2 * pending[0]] = msb;
-                        acks[2 * pending[0] + 1] = lsb;
-                        pending[0]++;
-                        producer[0] = from;
-                    } else {
-                        mailbox.records().sendAck(from, msb, lsb);
-                    }
-                }
-
-                @Override
-                public void ack(String from, long msb, long lsb) {
-                }
-            };
             IdleStrategy idle = idleStrategy();
             while (!done[0]) {
-                idle.idle(mailbox.records().pollRecords(listener, 64));
-                if (pending[0] > 0) {
-                    mailbox.records().sendAcks(producer[0], acks, pending[0]);
-                    pending[0] = 0;
-                }
+                idle.idle(endpoint.poll(check, 64)); // the ACKs of one poll go back in one message
             }
         }
         System.out.println(verifier.summary());
@@ -120,61 +93,48 @@ final class ArenaPeer {
     static void producer(String peer, String dir, double seconds) throws Exception {
         Deployment deployment = deployment(peer, dir, "producer");
         boolean claim = peer.equals("arena-claim") || peer.equals("remote");
+        Producer[] loop = new Producer[1];
+        DeliveryListener outcomes = new DeliveryListener() { // told on the endpoint's ACK thread, in ACK order
+            @Override
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                loop[0].acked();
+            }
+
+            @Override
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                System.err.println("not delivered: " + failure + ", " + detail);
+                System.exit(3);
+            }
+        };
         try (Arena scratch = Arena.ofShared();
-             TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorTransports.mailbox(deployment)) {
-            if (!mailbox.awaitPeer("consumer", Duration.ofSeconds(30))) {
+             TensorEndpoint endpoint = TensorEndpoint.open(deployment, outcomes)) {
+            if (!endpoint.awaitPeer("consumer", Duration.ofSeconds(30))) {
                 throw new IllegalStateException("the consumer did not start");
             }
+            endpoint.prepareToSend();
             MemorySegment source = scratch.allocate(Protocol.SIZES[Protocol.SIZES.length - 1], 4096);
-            MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]);
             Tensor[] payloads = new Tensor[Protocol.SIZES.length];
             for (int i = 0; i < payloads.length; i++) {
                 payloads[i] = Tensor.of(DType.U8, source.asSlice(0, Protocol.SIZES[i]), Protocol.SIZES[i]);
             }
-            Producer loop = new Producer() {
+            loop[0] = new Producer() {
                 @Override
                 void send(long seq, long size) {
-                    int length;
                     if (claim) {
-                        try (TensorClaim room = transport.claim("x", DType.U8, size)) {
+                        try (TensorClaim room = endpoint.claim("x", DType.U8, size)) {
                             Protocol.fill(room.memory(), seq);
-                            length = room.publish(record, 0);
+                            endpoint.post("consumer", room);
                         }
                     } else {
                         Tensor payload = payloads[Arrays.binarySearch(Protocol.SIZES, size)];
                         Protocol.fill(payload.data(), seq);
-                        length = transport.records().sendInto("x", payload, record, 0);
+                        endpoint.post("consumer", "x", payload);
                     }
-                    mailbox.records().sendDescriptorRecord("consumer", record, 0, length);
                 }
             };
-            Thread acker = Thread.ofPlatform().daemon().start(() -> {
-                TensorChannel.RecordListener listener = new TensorChannel.RecordListener() {
-                    @Override
-                    public void descriptor(String from, MemorySegment in, long offset, int length) {
-                    }
-
-                    @Override
-                    public void ack(String from, long msb, long lsb) {
-                        transport.records().ack(msb, lsb);
-                        loop.acked();
-                    }
-                };
-                IdleStrategy idle = idleStrategy();
-                while (!Thread.currentThread().isInterrupted()) {
-                    try {
-                        idle.idle(mailbox.records().pollRecords(listener, 64));
-                    } catch (IllegalStateException closed) {
-                        return;
-                    }
-                }
-            });
-            loop.run(seconds);
-            int length = transport.records().sendInto("end", Tensor.of(DType.U8, MemorySegment.NULL, 0), record, 0);
-            mailbox.records().sendDescriptorRecord("consumer", record, 0, length);
+            loop[0].run(seconds);
+            endpoint.post("consumer", "end", Tensor.of(DType.U8, MemorySegment.NULL, 0));
             Thread.sleep(200); // the end marker's ACK
-            acker.interrupt();
         }
     }
 }

@@ -128,7 +128,6 @@ public final class XBench {
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-Dxbench.coalesceAcks=" + Boolean.getBoolean("xbench.coalesceAcks"),
             "-cp", System.getProperty("java.class.path")));
         // Extra flags for both JVMs of a pair, e.g. -Dxbench.jvmArgs=-Xlog:gc:file=/tmp/gc-%p.log
         String extra = System.getProperty("xbench.jvmArgs", "").trim();
