@@ -79,6 +79,9 @@ public interface TensorEndpoint extends AutoCloseable {
     /** Publishes a claim written in place and sends it to {@code to}; its outcome goes to the listener. */
     void post(String to, TensorClaim claim);
 
+    /** As {@link #post(String, TensorClaim)}, returning what became of it too. */
+    Delivery send(String to, TensorClaim claim);
+
     /**
      * Hands up to {@code limit} waiting tensors to {@code handler}, in place, without blocking; each is ACKed
      * when the handler returns (or throws) unless it was kept. ACKs for this entity's own tensors go to its

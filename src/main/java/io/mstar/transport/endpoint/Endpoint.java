@@ -152,7 +152,7 @@ final class Endpoint implements TensorEndpoint {
         startSending();
         MemorySegment record = recordBuffers.get();
         int length = transport.records().sendInto(requestId, tensor, record, 0);
-        sendRecord(to, requestId, record, length);
+        sendRecord(to, requestId, record, length, null);
     }
 
     @Override
@@ -165,14 +165,23 @@ final class Endpoint implements TensorEndpoint {
     public void post(String to, TensorClaim claim) {
         MemorySegment record = recordBuffers.get();
         int length = claim.publish(record, 0);
-        sendRecord(to, claim.requestId(), record, length);
+        sendRecord(to, claim.requestId(), record, length, null);
     }
 
-    private void sendRecord(String to, String requestId, MemorySegment record, int length) {
+    @Override
+    public Delivery send(String to, TensorClaim claim) {
+        MemorySegment record = recordBuffers.get();
+        int length = claim.publish(record, 0);
+        DeliveryHandle delivery = new DeliveryHandle(this, claim.requestId(), 1);
+        sendRecord(to, claim.requestId(), record, length, delivery);
+        return delivery;
+    }
+
+    private void sendRecord(String to, String requestId, MemorySegment record, int length, DeliveryHandle delivery) {
         long msb = DescriptorCodec.uuidMsb(record, 0);
         long lsb = DescriptorCodec.uuidLsb(record, 0);
-        if (outcomes.tellsEveryTensor()) {
-            outcomes.track(msb, lsb, requestId, null, to);
+        if (delivery != null || outcomes.tellsEveryTensor()) {
+            outcomes.track(msb, lsb, requestId, delivery, to);
         }
         try {
             records.sendDescriptorRecord(to, record, 0, length);

@@ -9,6 +9,7 @@ import io.mstar.transport.DType;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
+import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.shm.NativeUse;
 
@@ -38,9 +39,15 @@ public final class OrtBridge {
     private final OrtEnvironment env;
     private final TensorTransport transport;
 
+    /** A bridge for a transport used without an endpoint: outputs are claimed from it. */
     public OrtBridge(OrtEnvironment env, TensorTransport transport) {
         this.env = env;
         this.transport = transport;
+    }
+
+    /** A bridge for an endpoint: outputs are claimed from its transport, and sent with {@link OrtOutput#sendTo}. */
+    public OrtBridge(OrtEnvironment env, TensorEndpoint endpoint) {
+        this(env, endpoint.transport());
     }
 
     /**

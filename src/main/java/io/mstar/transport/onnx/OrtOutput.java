@@ -1,8 +1,10 @@
 package io.mstar.transport.onnx;
 
 import ai.onnxruntime.OnnxTensor;
+import io.mstar.transport.Delivery;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorEndpoint;
 
 import java.lang.foreign.MemorySegment;
 
@@ -49,6 +51,16 @@ public final class OrtOutput implements AutoCloseable {
     /** As {@link #publish()}, writing the descriptor's binary record at {@code offset} of {@code out}. */
     public int publish(MemorySegment out, long offset) {
         return end().publish(out, offset);
+    }
+
+    /**
+     * Releases ORT's tensor and sends the claimed slot to {@code consumer} through {@code endpoint}: the
+     * endpoint's way to publish.
+     *
+     * @throws IllegalStateException when the output is not over a claim, or was published, aborted or closed
+     */
+    public Delivery sendTo(TensorEndpoint endpoint, String consumer) {
+        return endpoint.send(consumer, end());
     }
 
     /** Releases ORT's tensor and frees the claimed slot; nothing is published. */

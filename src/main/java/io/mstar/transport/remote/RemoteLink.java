@@ -297,8 +297,10 @@ public final class RemoteLink implements AutoCloseable {
                 streamOf(start.from())));
         int length = RemoteProtocol.writeLanded(confirmation, start.msb(), start.lsb(), entityUtf8);
         long deadline = System.nanoTime() + CONFIRM_WAIT_NS;
+        // Even while closing: a consumer that read the tensor and exited at once would otherwise leave its
+        // producer to time it out (close waits for this thread, at most CONFIRM_WAIT_NS more).
         while (to.offer(confirmation, 0, length) < 0) {
-            if (System.nanoTime() > deadline || !running) {
+            if (System.nanoTime() > deadline) {
                 LOG.warn("could not confirm a tensor to entity={} at {}: it frees it after its timeout", start.from(),
                     start.replyTo());
                 return;

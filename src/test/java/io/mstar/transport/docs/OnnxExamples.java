@@ -5,14 +5,13 @@ import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
 import io.mstar.transport.DType;
-import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.TensorTransport;
+import io.mstar.transport.Delivery;
+import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.onnx.OrtBridge;
 import io.mstar.transport.onnx.OrtInput;
 import io.mstar.transport.onnx.OrtOutput;
 
-import java.util.List;
+import java.time.Duration;
 import java.util.Map;
 
 /** The examples of docs/onnxruntime.md, compiled by the build (UserGuideTest checks the page shows them). */
@@ -21,47 +20,48 @@ final class OnnxExamples {
     }
 
     /** A stage between two others: its input read in place, its output written into a claimed slot. */
-    static void stage(TensorTransport transport, TensorChannel mailbox, OrtSession session, String from,
-                      TensorDescriptor d) throws OrtException {
+    static void stage(TensorEndpoint endpoint, OrtSession session) {
         // tag::stage[]
-        OrtBridge bridge = new OrtBridge(OrtEnvironment.getEnvironment(), transport);
-        TensorDescriptor result;
-        try (OrtInput x = bridge.input(transport.receive(d));                 // ORT reads the slot in place
-             OrtOutput y = bridge.output(d.requestId(), DType.F32, d.dim(0), 16)) { // a claimed slot for ORT
-            bridge.run(session, Map.of("x", x), Map.of("y", y));             // checked, then run
-            result = y.publish();                        // ORT's tensor closes first, then the slot is published
-        }                                                // x: ORT's tensor closes first, then the received view
-        mailbox.sendAcks(from, List.of(d.uuid()));       // only now may the producer reuse the input's slot
-        mailbox.sendDescriptors("next-stage", List.of(result));
+        OrtBridge bridge = new OrtBridge(OrtEnvironment.getEnvironment(), endpoint);
+        endpoint.receive(tensor -> {
+            try (OrtInput x = bridge.input(tensor.keep());                // ORT reads the slot in place
+                 OrtOutput y = bridge.output(tensor.requestId().toString(), DType.F32, tensor.dim(0), 16)) {
+                bridge.run(session, Map.of("x", x), Map.of("y", y));     // checked, then run
+                y.sendTo(endpoint, "next-stage");        // ORT's tensor closes first, then the slot is sent
+            } catch (OrtException e) {                   // x: ORT's tensor closes first, then the kept view,
+                throw new IllegalStateException(e);      // whose close ACKs the input
+            }
+        }, Duration.ofSeconds(1));
         // end::stage[]
     }
 
     /** The first stage: inputs of its own, the output into the arena. */
-    static TensorDescriptor firstStage(TensorTransport transport, OrtSession session, float[][] request)
-        throws OrtException {
+    static Delivery firstStage(TensorEndpoint endpoint, OrtSession session, float[][] request) throws OrtException {
         // tag::firstStage[]
         OrtEnvironment env = OrtEnvironment.getEnvironment();
-        OrtBridge bridge = new OrtBridge(env, transport);
+        OrtBridge bridge = new OrtBridge(env, endpoint);
         try (OnnxTensor x = OnnxTensor.createTensor(env, request);
              OrtOutput y = bridge.output("request-1", DType.F32, request.length, 1024)) {
             bridge.runInto(session, Map.of("x", x), Map.of("y", y));
-            return y.publish();
+            return y.sendTo(endpoint, "next-stage");
         }
         // end::firstStage[]
     }
 
     /** The last stage: its input read in place, its outputs in ORT's own memory. */
-    static float[][] lastStage(TensorTransport transport, TensorChannel mailbox, OrtSession session, String from,
-                               TensorDescriptor d) throws OrtException {
+    static float[][] lastStage(TensorEndpoint endpoint, OrtSession session) {
         // tag::lastStage[]
-        OrtBridge bridge = new OrtBridge(OrtEnvironment.getEnvironment(), transport);
-        float[][] logits;
-        try (OrtInput x = bridge.input(transport.receive(d));
-             OrtSession.Result result = bridge.run(session, Map.of("x", x))) { // held mapped for the run
-            logits = (float[][]) result.get(0).getValue();  // ORT's memory: valid after the input closes
-        }
-        mailbox.sendAcks(from, List.of(d.uuid()));
+        OrtBridge bridge = new OrtBridge(OrtEnvironment.getEnvironment(), endpoint);
+        float[][][] logits = new float[1][][];
+        endpoint.receive(tensor -> {
+            try (OrtInput x = bridge.input(tensor.keep());
+                 OrtSession.Result result = bridge.run(session, Map.of("x", x))) { // held mapped for the run
+                logits[0] = (float[][]) result.get(0).getValue();  // ORT's memory: valid after the input closes
+            } catch (OrtException e) {
+                throw new IllegalStateException(e);
+            }
+        }, Duration.ofSeconds(1));
         // end::lastStage[]
-        return logits;
+        return logits[0];
     }
 }

@@ -151,6 +151,8 @@ class EndpointTest {
             Delivery delivery = producer.send("decode", "request-1", filled(1 << 20, 1));
             assertEquals(Delivery.Status.FAILED, delivery.await(Duration.ofSeconds(30)), delivery.toString());
             assertEquals(Delivery.Failure.REMOTE_TIMEOUT, delivery.failure(), delivery.toString());
+            assertTrue(delivery.detail().contains("decode"), delivery.detail());
+            assertEquals(List.of("request-1 REMOTE_TIMEOUT"), outcomes.awaitFailures(1));
             assertEquals(0, producer.transport().statsSummary().inFlight());
         }
     }

@@ -12,6 +12,7 @@ import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -28,7 +29,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The first send of a freshly opened arena transport (one 4 KiB tensor, 64 MiB segments): what the first
- * request of a worker pays. Each iteration opens a new transport and times its first send alone.
+ * request of a worker pays. Each iteration opens a new transport and times its first send alone, with the
+ * first segment made ahead ({@code prepared=true}: {@code prepareToSend()} at open) or by the send itself.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.SingleShotTime)
@@ -41,6 +43,9 @@ public class FirstSendBenchmark {
     private ArenaTransport transport;
     private final Tensor tensor = Tensor.of(DType.U8, MemorySegment.ofArray(new byte[4096]), 4096);
 
+    @Param({"true", "false"})
+    public boolean prepared;
+
     @Setup(Level.Trial)
     public void directory() throws IOException {
         dir = Files.createTempDirectory(Path.of("/dev/shm"), "mstar-first-send-");
@@ -51,6 +56,9 @@ public class FirstSendBenchmark {
         TransportConfig config = TransportConfig.from(Map.of(TransportConfig.SHM_DIR, dir.toString())::get);
         transport = new ArenaTransport(config, new SegmentedArena(dir, Namespace.of(null, "first-send"), "p", 64L << 20,
             4), false);
+        if (prepared) {
+            transport.prepareToSend();
+        }
     }
 
     @Benchmark

@@ -5,13 +5,11 @@ import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
 import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
 import io.mstar.transport.Deployment;
-import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.Tensor;
-import io.mstar.transport.TensorChannel;
-import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.TensorTransport;
-import io.mstar.transport.TensorTransports;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.TensorHandler;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.onnx.OrtBridge;
 import io.mstar.transport.onnx.OrtInput;
@@ -31,7 +29,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 
@@ -159,32 +156,30 @@ public final class OnnxPipeline {
 
     static void stageA(Path dir, String mode, int requests, int rows) throws Exception {
         OrtEnvironment env = OrtEnvironment.getEnvironment();
-        Deployment deployment = deployment(dir, "stage-a");
-        try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorTransports.mailbox(deployment, transport);
+        try (TensorEndpoint endpoint = TensorEndpoint.open(deployment(dir, "stage-a"));
              OrtSession model = env.createSession(TinyModels.denseRelu(IN, HIDDEN, SEED))) {
-            OrtBridge bridge = new OrtBridge(env, transport);
-            mailbox.awaitPeer("stage-b", Duration.ofSeconds(60));
+            OrtBridge bridge = new OrtBridge(env, endpoint);
+            endpoint.awaitPeer("stage-b", Duration.ofSeconds(60));
             long[] latencyNs = new long[requests];
             for (int r = 0; r < requests; r++) {
                 long start = System.nanoTime();
                 try (OnnxTensor x = OnnxTensor.createTensor(env, input(r, rows))) {
-                    TensorDescriptor h;
+                    Delivery h;
                     if (mode.equals("bridge")) {
                         try (OrtOutput out = bridge.output("request-" + r, DType.F32, rows, HIDDEN)) {
                             bridge.runInto(model, Map.of("x", x), Map.of("y", out)); // ORT writes into the slot
-                            h = out.publish();
+                            h = out.sendTo(endpoint, "stage-b");
                         }
                     } else {
                         try (OrtSession.Result result = model.run(Map.of("x", x))) {
                             FloatBuffer y = ((OnnxTensor) result.get(0)).getFloatBuffer(); // copy 1: ORT to heap
                             MemorySegment heap = MemorySegment.ofBuffer(y);
-                            h = transport.send("request-" + r, List.of(Tensor.of(DType.F32, heap, rows, HIDDEN)))
-                                .get(0);                                                  // copy 2: heap to slot
-                        }
+                            h = endpoint.send("stage-b", "request-" + r, Tensor.of(DType.F32, heap, rows, HIDDEN));
+                        }                                                                 // copy 2: heap to slot
                     }
-                    mailbox.sendDescriptors("stage-b", List.of(h));
-                    awaitAck(mailbox, transport);
+                    if (h.await(Duration.ofSeconds(60)) != Delivery.Status.DELIVERED) {
+                        throw new IllegalStateException("request-" + r + " not delivered: " + h);
+                    }
                 }
                 latencyNs[r] = System.nanoTime() - start;
             }
@@ -194,76 +189,44 @@ public final class OnnxPipeline {
         }
     }
 
-    private static void awaitAck(TensorChannel mailbox, TensorTransport transport) {
-        boolean[] acked = {false};
-        TensorChannel.Listener listener = new TensorChannel.Listener() {
-            @Override
-            public void descriptors(String from, List<TensorDescriptor> batch) {
-            }
-
-            @Override
-            public void acks(String from, List<UUID> uuids) {
-                transport.ack(from, uuids);
-                acked[0] = true;
-            }
-        };
-        while (!acked[0]) {
-            mailbox.receive(listener, Duration.ofSeconds(1));
-        }
-    }
-
     static void stageB(Path dir, String mode, int requests, int rows) throws Exception {
         OrtEnvironment env = OrtEnvironment.getEnvironment();
-        Deployment deployment = deployment(dir, "stage-b");
         CRC32C digest = new CRC32C();
-        try (TensorTransport transport = TensorTransports.create(deployment, false);
-             TensorChannel mailbox = TensorTransports.mailbox(deployment);
+        try (TensorEndpoint endpoint = TensorEndpoint.open(deployment(dir, "stage-b"));
              OrtSession model = env.createSession(TinyModels.denseRelu(HIDDEN, OUT, SEED + 1));
              Arena arena = Arena.ofConfined()) {
-            OrtBridge bridge = new OrtBridge(env, transport);
+            OrtBridge bridge = new OrtBridge(env, endpoint);
             MemorySegment result = arena.allocate((long) rows * OUT * Float.BYTES, 64);
             int[] done = {0};
-            TensorChannel.Listener listener = new TensorChannel.Listener() {
-                @Override
-                public void descriptors(String from, List<TensorDescriptor> batch) {
-                    for (TensorDescriptor d : batch) {
-                        try {
-                            if (mode.equals("bridge")) {
-                                try (OrtInput h = bridge.input(transport.receive(d));
-                                     OrtOutput y = bridge.output(result, DType.F32, rows, OUT)) {
-                                    bridge.run(model, Map.of("x", h), Map.of("y", y)); // reads the slot in place
-                                }
-                                digest.update(result.asByteBuffer());
-                            } else {
-                                digest.update(copyingRun(env, model, transport, d, rows));
-                            }
-                        } catch (OrtException e) {
-                            throw new IllegalStateException(e);
+            TensorHandler handler = tensor -> {
+                try {
+                    if (mode.equals("bridge")) {
+                        // Kept for ORT's run, closed (and so ACKed) when the input closes.
+                        try (OrtInput h = bridge.input(tensor.keep());
+                             OrtOutput y = bridge.output(result, DType.F32, rows, OUT)) {
+                            bridge.run(model, Map.of("x", h), Map.of("y", y)); // reads the slot in place
                         }
-                        done[0]++;
+                        digest.update(result.asByteBuffer());
+                    } else {
+                        digest.update(copyingRun(env, model, tensor.data(), rows));
                     }
-                    // closed before the ACK: the producer reuses the slot once it has it
-                    mailbox.sendAcks(from, batch.stream().map(TensorDescriptor::uuid).toList());
+                } catch (OrtException e) {
+                    throw new IllegalStateException(e);
                 }
-
-                @Override
-                public void acks(String from, List<UUID> uuids) {
-                }
+                done[0]++;
             };
             while (done[0] < requests) {
-                mailbox.receive(listener, Duration.ofSeconds(1));
+                endpoint.receive(handler, Duration.ofSeconds(1));
             }
         }
         System.out.println("DIGEST " + Long.toHexString(digest.getValue()));
     }
 
     // Without the adapter: the activation copied out of the slot into a heap array, which ORT copies again.
-    private static ByteBuffer copyingRun(OrtEnvironment env, OrtSession model, TensorTransport transport,
-                                         TensorDescriptor d, int rows) throws OrtException {
+    private static ByteBuffer copyingRun(OrtEnvironment env, OrtSession model, MemorySegment in, int rows)
+        throws OrtException {
         float[] h = new float[rows * HIDDEN];
-        try (ReceivedTensor in = transport.receive(d)) {
-            MemorySegment.copy(in.data(), ValueLayout.JAVA_FLOAT_UNALIGNED, 0, h, 0, h.length);
-        }
+        MemorySegment.copy(in, ValueLayout.JAVA_FLOAT_UNALIGNED, 0, h, 0, h.length);
         try (OnnxTensor x = OnnxTensor.createTensor(env, FloatBuffer.wrap(h), new long[]{rows, HIDDEN});
              OrtSession.Result result = model.run(Map.of("x", x))) {
             return littleEndian(((OnnxTensor) result.get(0)).getFloatBuffer());
