@@ -1,55 +1,32 @@
 package io.mstar.transport.arena;
 
+import io.mstar.transport.acks.UuidTable;
+
 import java.util.Arrays;
 import java.util.function.Predicate;
 
 /**
- * Tensors sent and not yet ACKed: uuid (two longs) to slot handle, size, send time and the consumer that
- * holds it. Open addressing
- * with linear probing and backward-shift deletion, in parallel primitive arrays, so that sending and
- * ACKing allocate nothing; the arrays double when the table gets half full. Not thread-safe: the arena
- * transport guards it with its own lock.
+ * Tensors sent and not yet ACKed: uuid to slot handle, size, send time and the consumer that holds it, in
+ * primitive columns of a {@link UuidTable}, so that sending and ACKing allocate nothing. Not thread-safe:
+ * the arena transport guards it with its own lock.
  */
-final class InFlightTable {
+final class InFlightTable extends UuidTable {
     static final long MISSING = -1;
+    private static final int INITIAL_CAPACITY = 256;
 
-    private long[] msbs;
-    private long[] lsbs;
-    private long[] slots;
-    private long[] sizes;
-    private long[] sentAt;
-    private String[] holders; // the consumer (liveness key) each tensor went to, or null
-    private boolean[] used;
-    private int mask;
-    private int size;
+    private long[] slots = new long[INITIAL_CAPACITY];
+    private long[] sizes = new long[INITIAL_CAPACITY];
+    private long[] sentAt = new long[INITIAL_CAPACITY];
+    private String[] holders = new String[INITIAL_CAPACITY]; // the consumer (liveness key) each went to, or null
     private long removedSentAt; // of the last entry remove() found
 
     InFlightTable() {
-        allocate(256);
-    }
-
-    int size() {
-        return size;
+        super(INITIAL_CAPACITY);
+        Arrays.fill(slots, MISSING);
     }
 
     void put(long msb, long lsb, long slot, long nbytes, long sentAtNs) {
-        if ((size + 1) * 2 > used.length) {
-            rehash(used.length * 2);
-        }
-        int i = home(msb, lsb);
-        while (used[i]) {
-            if (msbs[i] == msb && lsbs[i] == lsb) {
-                break;
-            }
-            i = (i + 1) & mask;
-        }
-        if (!used[i]) {
-            size++;
-        }
-        assert size * 2 <= used.length : "the table doubles before it is half full, so probes end";
-        used[i] = true;
-        msbs[i] = msb;
-        lsbs[i] = lsb;
+        int i = add(msb, lsb);
         slots[i] = slot;
         sizes[i] = nbytes;
         sentAt[i] = sentAtNs;
@@ -67,9 +44,9 @@ final class InFlightTable {
 
     /** Tells {@code visitor} each tensor whose holder {@code which} accepts (the table is unchanged). */
     void visitHeldBy(Predicate<String> which, HeldVisitor visitor) {
-        for (int i = 0; i < used.length; i++) {
-            if (used[i] && holders[i] != null && which.test(holders[i])) {
-                visitor.held(msbs[i], lsbs[i], holders[i]);
+        for (int i = 0; i < capacity(); i++) {
+            if (used(i) && holders[i] != null && which.test(holders[i])) {
+                visitor.held(msb(i), lsb(i), holders[i]);
             }
         }
     }
@@ -92,9 +69,8 @@ final class InFlightTable {
         }
         long slot = slots[i];
         removedSentAt = sentAt[i];
-        shiftBack(i);
-        size--;
-        assert size >= 0 && !contains(msb, lsb) : "a uuid is in the table at most once";
+        removeAt(i);
+        assert !contains(msb, lsb) : "a uuid is in the table at most once";
         return slot;
     }
 
@@ -105,15 +81,14 @@ final class InFlightTable {
 
     /** Removes and returns, one at a time, the slots of entries sent before {@code cutoffNs}. */
     void removeOlderThan(long cutoffNs, ExpiredVisitor visitor) {
-        for (int i = 0; i < used.length; ) {
-            if (used[i] && sentAt[i] - cutoffNs < 0) {
-                long msb = msbs[i];
-                long lsb = lsbs[i];
+        for (int i = 0; i < capacity(); ) {
+            if (used(i) && sentAt[i] - cutoffNs < 0) {
+                long msb = msb(i);
+                long lsb = lsb(i);
                 long slot = slots[i];
                 long nbytes = sizes[i];
                 long age = sentAt[i];
-                shiftBack(i);
-                size--;
+                removeAt(i);
                 visitor.expired(msb, lsb, slot, nbytes, age);
                 // The shift may have moved an unvisited entry into i: look at i again.
             } else {
@@ -128,72 +103,38 @@ final class InFlightTable {
         void expired(long msb, long lsb, long slot, long nbytes, long sentAtNs);
     }
 
-    private int find(long msb, long lsb) {
-        int i = home(msb, lsb);
-        while (used[i]) {
-            if (msbs[i] == msb && lsbs[i] == lsb) {
-                return i;
-            }
-            i = (i + 1) & mask;
-        }
-        return -1;
+    @Override
+    protected void moved(int from, int to) {
+        slots[to] = slots[from];
+        sizes[to] = sizes[from];
+        sentAt[to] = sentAt[from];
+        holders[to] = holders[from];
     }
 
-    private void shiftBack(int hole) {
-        int i = hole;
-        while (true) {
-            i = (i + 1) & mask;
-            if (!used[i]) {
-                break;
-            }
-            int home = home(msbs[i], lsbs[i]);
-            boolean movable = hole <= i ? (home <= hole || home > i) : (home <= hole && home > i);
-            if (movable) {
-                msbs[hole] = msbs[i];
-                lsbs[hole] = lsbs[i];
-                slots[hole] = slots[i];
-                sizes[hole] = sizes[i];
-                sentAt[hole] = sentAt[i];
-                holders[hole] = holders[i];
-                hole = i;
-            }
-        }
-        used[hole] = false;
-        holders[hole] = null;
+    @Override
+    protected void cleared(int i) {
+        slots[i] = MISSING;
+        holders[i] = null;
     }
 
-    private int home(long msb, long lsb) {
-        long h = (msb ^ Long.rotateLeft(lsb, 29)) * 0x9E3779B97F4A7C15L;
-        return (int) (h ^ (h >>> 32)) & mask;
-    }
-
-    private void rehash(int capacity) {
-        long[] oldMsbs = msbs;
-        long[] oldLsbs = lsbs;
+    @Override
+    protected void regrown(int capacity, int[] from) {
         long[] oldSlots = slots;
         long[] oldSizes = sizes;
         long[] oldSentAt = sentAt;
         String[] oldHolders = holders;
-        boolean[] oldUsed = used;
-        allocate(capacity);
-        size = 0;
-        for (int i = 0; i < oldUsed.length; i++) {
-            if (oldUsed[i]) {
-                put(oldMsbs[i], oldLsbs[i], oldSlots[i], oldSizes[i], oldSentAt[i]);
-                setHolder(oldMsbs[i], oldLsbs[i], oldHolders[i]);
-            }
-        }
-    }
-
-    private void allocate(int capacity) {
-        msbs = new long[capacity];
-        lsbs = new long[capacity];
         slots = new long[capacity];
         sizes = new long[capacity];
         sentAt = new long[capacity];
         holders = new String[capacity];
-        used = new boolean[capacity];
-        Arrays.fill(slots, MISSING);
-        mask = capacity - 1;
+        for (int j = 0; j < capacity; j++) {
+            int k = from[j];
+            slots[j] = k < 0 ? MISSING : oldSlots[k];
+            if (k >= 0) {
+                sizes[j] = oldSizes[k];
+                sentAt[j] = oldSentAt[k];
+                holders[j] = oldHolders[k];
+            }
+        }
     }
 }

@@ -55,4 +55,30 @@ class InFlightTableTest {
             assertTrue(table.contains(e.getKey().msb, e.getKey().lsb));
         }
     }
+
+    /** Growing from 256 to 32,768 entries keeps every value with its uuid, the holder included. */
+    @Test
+    void growingKeepsEveryColumnWithItsUuid() {
+        InFlightTable table = new InFlightTable();
+        int n = 10_000;
+        for (int k = 0; k < n; k++) {
+            table.put(k % 7, k, 1000L + k, k, k); // few distinct high halves: long probe runs
+            assertTrue(table.setHolder(k % 7, k, "consumer-" + (k % 3)));
+        }
+        assertEquals(n, table.size());
+        int[] held = {0};
+        table.visitHeldBy("consumer-1"::equals, (msb, lsb, holder) -> {
+            assertEquals(1, lsb % 3, "the holder moved with its uuid");
+            held[0]++;
+        });
+        assertEquals(n / 3, held[0]);
+        for (int k = 0; k < n; k += 2) {
+            assertEquals(1000L + k, table.remove(k % 7, k));
+            assertEquals(k, table.removedSentAt());
+        }
+        for (int k = 1; k < n; k += 2) {
+            assertTrue(table.contains(k % 7, k));
+        }
+        assertEquals(n / 2, table.size());
+    }
 }
