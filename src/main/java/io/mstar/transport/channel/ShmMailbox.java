@@ -99,6 +99,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     private final byte[] entityAscii; // the sender name every message starts with
     private final DeadWriters deadWriters;
     private final MailboxMessage.Inbox polled = new MailboxMessage.Inbox(); // copied out of the ring, then dispatched
+    private int pollDepth; // of the polling thread (one at a time)
     // Agrona reads and writes the rings through raw addresses, which nothing guards once unmapped: a
     // thread touches a ring only between enter() and exit(), and close() unmaps only when none does
     // (a shutdown hook closes while application threads still poll and send).
@@ -430,6 +431,16 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
 
     // One of the two listeners is null.
     private int poll(Listener objects, RecordListener records, int limit) {
+        // A listener may poll again (an endpoint's handler awaiting a delivery): each depth dispatches its own copy.
+        MailboxMessage.Inbox polled = pollDepth++ == 0 ? this.polled : new MailboxMessage.Inbox();
+        try {
+            return poll(polled, objects, records, limit);
+        } finally {
+            pollDepth--;
+        }
+    }
+
+    private int poll(MailboxMessage.Inbox polled, Listener objects, RecordListener records, int limit) {
         int read;
         enter();
         try {

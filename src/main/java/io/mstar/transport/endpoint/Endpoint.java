@@ -58,8 +58,7 @@ final class Endpoint implements TensorEndpoint {
     private volatile boolean closed;
     private Thread ackThread; // guarded by this
 
-    Endpoint(Deployment deployment, TensorTransport transport, TensorChannel channel,
-                           DeliveryListener listener) {
+    Endpoint(Deployment deployment, TensorTransport transport, TensorChannel channel, DeliveryListener listener) {
         this.deployment = deployment;
         this.transport = transport;
         this.channel = channel;
@@ -196,12 +195,6 @@ final class Endpoint implements TensorEndpoint {
         transport.records().ack(consumer, msb, lsb);
     }
 
-
-
-
-
-
-
     @Override
     public int poll(TensorHandler handler, int limit) {
         reading.lock();
@@ -282,7 +275,6 @@ final class Endpoint implements TensorEndpoint {
             }
         }
     }
-
 
     // Reads every message waiting, unless a thread of the application holds the mailbox for long.
     private void readAllAcks() {
@@ -391,7 +383,6 @@ final class Endpoint implements TensorEndpoint {
             outcomes.closed();
         }
     }
-
 
     @Override
     public Optional<RemoteStats> remoteStats() {

@@ -87,6 +87,7 @@ public final class RemoteLink implements AutoCloseable {
     private final Set<String> senders = ConcurrentHashMap.newKeySet(); // entities whose tensors landed here
     private final Queue<Inbound> inbound = new ConcurrentLinkedQueue<>();
     private final MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]); // poller's
+    private int delivering; // records being handed to a listener now (more than one when it polls again)
     private final Map<String, Publication> confirmations = new HashMap<>(); // the link's thread only
     private final UnsafeBuffer confirmation = new UnsafeBuffer(new byte[512]);
     private final Thread thread;
@@ -254,7 +255,14 @@ public final class RemoteLink implements AutoCloseable {
                 } else if (objects != null) {
                     objects.descriptors(in.from(), List.of(in.descriptor()));
                 } else {
-                    records.descriptor(in.from(), record, 0, DescriptorCodec.encode(in.descriptor(), record, 0));
+                    // A listener that polls again (nested) must not overwrite the record its caller still reads.
+                    MemorySegment out = delivering++ == 0 ? record
+                        : MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]);
+                    try {
+                        records.descriptor(in.from(), out, 0, DescriptorCodec.encode(in.descriptor(), out, 0));
+                    } finally {
+                        delivering--;
+                    }
                 }
             } catch (RuntimeException e) {
                 counters.refused.incrementAndGet();

@@ -31,6 +31,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -188,6 +189,55 @@ class EndpointTest {
             assertEquals(1, consumer.receive(tensor -> dims[0] = tensor.dim(0), Duration.ofSeconds(10)));
             assertEquals(100, dims[0]);
             assertEquals(Delivery.Status.DELIVERED, delivery.await(Duration.ofSeconds(10)));
+        }
+    }
+
+    /**
+     * A middle stage: its handler sends each tensor on and awaits that delivery, which reads the mailbox from
+     * inside the handler (the ACKs it waits for arrive there, among the next tensors). Nothing is lost.
+     */
+    @Test
+    void aHandlerThatAwaitsItsOwnSendLosesNothing() throws Exception {
+        int count = 40;
+        try (TensorEndpoint first = TensorEndpoint.open(deployment("first"));
+             TensorEndpoint middle = TensorEndpoint.open(deployment("middle"));
+             TensorEndpoint last = TensorEndpoint.open(deployment("last"))) {
+            AtomicBoolean stop = new AtomicBoolean();
+            long[] lastSeen = {0};
+            Thread sink = Thread.ofPlatform().start(() -> {
+                while (!stop.get()) {
+                    last.receive(t -> lastSeen[0]++, Duration.ofMillis(10));
+                }
+            });
+            List<Delivery> sent = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                sent.add(first.send("middle", "request-" + i, filled(1 << 12, i)));
+            }
+            List<String> passedOn = new ArrayList<>();
+            try {
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (passedOn.size() < count && System.nanoTime() < deadline) {
+                    middle.receive(tensor -> {
+                        String id = tensor.requestId().toString();
+                        Delivery on = middle.send("last", id, Tensor.of(DType.U8, tensor.data(), tensor.nbytes()));
+                        try {
+                            assertEquals(Delivery.Status.DELIVERED, on.await(Duration.ofSeconds(10)), on.toString());
+                        } catch (InterruptedException e) {
+                            throw new AssertionError(e);
+                        }
+                        passedOn.add(id);
+                    }, Duration.ofMillis(100));
+                }
+            } finally {
+                stop.set(true);
+                sink.join();
+            }
+            assertEquals(count, passedOn.size(), "every tensor passed on: " + passedOn);
+            for (int i = 0; i < count; i++) {
+                assertEquals("request-" + i, passedOn.get(i), "in order");
+                assertEquals(Delivery.Status.DELIVERED, sent.get(i).await(Duration.ofSeconds(10)));
+            }
+            assertEquals(count, lastSeen[0]);
         }
     }
 
