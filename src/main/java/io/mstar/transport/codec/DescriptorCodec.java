@@ -368,9 +368,14 @@ public final class DescriptorCodec {
         return src.get(LONG, offset + SHAPE_OFFSET + 8L * i);
     }
 
-    /** Where a validated record's request id starts: its UTF-8 bytes follow a little-endian uint16 length. */
+    /** Where a validated record's request id starts: its UTF-8 bytes, {@link #requestIdLength} of them. */
     public static long requestIdAt(MemorySegment src, long offset) {
-        return offset + SHAPE_OFFSET + 8L * src.get(ValueLayout.JAVA_BYTE, offset + RANK_OFFSET);
+        return offset + SHAPE_OFFSET + 8L * src.get(ValueLayout.JAVA_BYTE, offset + RANK_OFFSET) + 2;
+    }
+
+    /** How many UTF-8 bytes a validated record's request id has. */
+    public static int requestIdLength(MemorySegment src, long offset) {
+        return Short.toUnsignedInt(src.get(SHORT, requestIdAt(src, offset) - 2));
     }
 
     /** Where the tensor starts in its file. */

@@ -56,7 +56,7 @@ final class DeliveryHandle implements Delivery {
                 if (status != Status.PENDING || left <= 0) {
                     return status;
                 }
-                wait(Math.max(1, Math.min(left / 1_000_000, 1)));
+                wait(1); // then read again: the thread that reads the ACKs may be this one
             }
         }
     }

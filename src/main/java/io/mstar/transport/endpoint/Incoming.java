@@ -64,9 +64,8 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
         this.memory = bytes;
         this.offset = bytesAt;
         this.nbytes = size;
-        long p = DescriptorCodec.requestIdAt(record, at);
-        textLength = Short.toUnsignedInt(record.get(ValueLayout.JAVA_SHORT_UNALIGNED, p));
-        textAt = p + 2;
+        textAt = DescriptorCodec.requestIdAt(record, at);
+        textLength = DescriptorCodec.requestIdLength(record, at);
         decodedText = null;
         for (int i = 0; i < textLength; i++) {
             if (record.get(ValueLayout.JAVA_BYTE, textAt + i) < 0) { // not ASCII: decode it once

@@ -184,10 +184,15 @@ class EndpointTest {
     void aHandlerThatDoesNotKeepItsTensorAcksItOnReturn() throws Exception {
         try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"));
              TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
-            Delivery delivery = producer.send("reader", "request-8", filled(100, 8));
+            Delivery delivery = producer.send("reader", "requête-8", filled(100, 8)); // not ASCII: decoded once
             long[] dims = new long[1];
-            assertEquals(1, consumer.receive(tensor -> dims[0] = tensor.dim(0), Duration.ofSeconds(10)));
+            String[] id = new String[1];
+            assertEquals(1, consumer.receive(tensor -> {
+                dims[0] = tensor.dim(0);
+                id[0] = tensor.requestId().toString();
+            }, Duration.ofSeconds(10)));
             assertEquals(100, dims[0]);
+            assertEquals("requête-8", id[0]);
             assertEquals(Delivery.Status.DELIVERED, delivery.await(Duration.ofSeconds(10)));
         }
     }
