@@ -51,9 +51,14 @@ class RingFuzzTest {
         long seed = System.nanoTime();
         ChildJvm child = ChildJvm.start(true, List.of("-Dagrona.disable.bounds.checks=true"), java.util.Map.of(),
             RingFuzzTest.class, shm.path().toString(), Long.toString(seed), Integer.toString(RECORDS));
-        int exit = child.await(100);
+        int exit;
+        try {
+            exit = child.await(100);
+        } catch (AssertionError timedOut) {
+            throw new AssertionError("seed=" + seed + ": " + timedOut.getMessage(), timedOut);
+        }
         String output = child.output();
-        assertEquals(0, exit, output);
+        assertEquals(0, exit, "seed=" + seed + "\n" + output);
         assertTrue(output.contains("RESULT ok"), output);
         child.deleteLog();
     }
@@ -146,9 +151,12 @@ class RingFuzzTest {
         int payloadRoom = ((length + 8 + 7) & -8) - 8; // the claim spans whole 8-byte steps
         for (int k = 0; k < payloadRoom; k += 4) {
             int word = random.nextInt();
-            // A zero length word reads as a claim not yet written (so the reader waits on it, as for a slow
-            // writer): garbage words are kept non-zero.
-            buffer.putInt(index + k, word == 0 ? 1 : word);
+            // A zero length word, or a negative one that a claim in progress could have, reads as a claim not
+            // yet written (so the reader waits on it, as for a slow writer): garbage words are neither.
+            if (word == 0 || word < 0 && word >= -ring.capacity()) {
+                word = word == 0 ? 1 : -word;
+            }
+            buffer.putInt(index + k, word);
         }
         int header = index - 8;
         switch (kind) {
