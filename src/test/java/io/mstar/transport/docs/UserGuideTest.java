@@ -71,6 +71,18 @@ class UserGuideTest {
         }
     }
 
+    @Test
+    void theOnnxRuntimePageShowsCompiledExamples() throws IOException {
+        assertBlocksAreRegions(Path.of("docs/onnxruntime.md"),
+            Path.of("src/test/java/io/mstar/transport/docs/OnnxExamples.java"));
+    }
+
+    @Test
+    void theMetricsPageShowsCompiledExamples() throws IOException {
+        assertBlocksAreRegions(Path.of("docs/metrics.md"),
+            Path.of("src/test/java/io/mstar/transport/docs/MetricsExamples.java"));
+    }
+
     // Shell text with its continuations and line breaks as single spaces, double quotes as single ones.
     private static String oneLine(String shell) {
         return shell.replace("\\\n", " ").replaceAll("\\s+", " ").replace('"', '\'');
