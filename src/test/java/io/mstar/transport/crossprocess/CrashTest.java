@@ -83,6 +83,11 @@ class CrashTest {
             String endpoint = "crash-consumer-" + cycle;
             ChildJvm consumer = consumer(endpoint, "consumer");
             ChildJvm producer = producer(endpoint, "producer", 3_000);
+            // Killed only once tensors flow: a producer slow to start would otherwise find no consumer at all.
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (!consumer.output().contains("FIRST") && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
             sleepRandom();
             kill(consumer);
             // The ACKs stop coming: the producer sees the consumer's liveness lock free, frees what it sent
