@@ -12,8 +12,11 @@ module io.mstar.transport {
     requires com.sun.jna; // the CUDA binding (package cuda), loaded on the first device call
     requires static com.microsoft.onnxruntime; // the ONNX Runtime adapter, for those who add ORT
     requires static micrometer.core; // the Micrometer binder, for those who add Micrometer
-    requires static io.aeron.client; // the cross-node path, for those who set MSTAR_REMOTE_*
-    requires static io.aeron.driver; // its embedded media driver
+    requires static io.netty.common; // the cross-node path (TCP through Netty), for those who set MSTAR_REMOTE_*
+    requires static io.netty.buffer;
+    requires static io.netty.transport;
+    requires static io.netty.handler; // its optional TLS
+    requires static io.netty.transport.classes.epoll; // the native epoll transport where it loads, NIO otherwise
     exports io.mstar.transport;
     exports io.mstar.transport.exceptions;
     exports io.mstar.transport.codec;

@@ -46,6 +46,11 @@ public final class Deployment {
         return new Deployment(config, namespace, otherEntity);
     }
 
+    /** The same deployment (its namespace and entity) with other knobs. */
+    public Deployment withConfig(TransportConfig otherConfig) {
+        return new Deployment(otherConfig, namespace, entity);
+    }
+
     public TransportConfig config() {
         return config;
     }

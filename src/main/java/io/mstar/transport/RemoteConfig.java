@@ -9,38 +9,68 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * The knobs of the cross-node path (Aeron UDP between the arenas of two nodes), part of
- * {@link TransportConfig}. Every process of a deployment may carry the same {@value #ENTITIES} map; each
- * node's processes set {@value #LISTEN} to that node's endpoint. An entity is reached over the network when
- * the map places it at another endpoint than this process's {@value #LISTEN}; every other entity (on this
- * node, or not in the map) through shared memory, as before.
+ * The knobs of the cross-node path (TCP between the arenas of two nodes, every connection authenticated),
+ * part of {@link TransportConfig}. Every process of a deployment may carry the same {@value #ENTITIES} map;
+ * each process that other nodes send to sets {@value #LISTEN} to its own entry. An entity is reached over the
+ * network when the map places it at another endpoint than this process's {@value #LISTEN}; every other entity
+ * (on this node, or not in the map) through shared memory, as before.
  *
- * @param listen   {@value #LISTEN}: {@code host:port} this process receives tensors and confirmations on,
- *                 or null when it takes no part in the cross-node path
- * @param entities {@value #ENTITIES}: where each entity that other nodes send to listens, entity to
- *                 {@code host:port}
- * @param timeout  {@value #TIMEOUT_S}: how long a send waits for a remote entity that takes no data before
- *                 it fails, and how long a tensor sent to another node waits for its confirmation before its
- *                 slot is freed without it
- * @param aeronDir {@value #AERON_DIR}: the directory of a standalone Aeron media driver to use, or null to run
- *                 one embedded in this process
- * @param mtu      {@value #MTU}: the largest UDP datagram Aeron sends, bytes
+ * @param listen         {@value #LISTEN}: {@code host:port} this process accepts connections on, or null when
+ *                       no other node sends to it
+ * @param entities       {@value #ENTITIES}: where each entity of the cross-node path listens, entity to
+ *                       {@code host:port}; a connection is accepted only from an entity the map places at the
+ *                       connecting address
+ * @param timeout        {@value #TIMEOUT_S}: how long a send waits for a remote entity that takes no data before
+ *                       it fails, how long a tensor sent to another node waits for its confirmation before its
+ *                       slot is freed without it, and how long a received tensor's bytes may lag behind its header
+ * @param secret         the deployment's secret that both ends of a connection prove they hold:
+ *                       {@value #SECRET_FILE}, else {@value #SECRET}, else {@code MSTAR_DEPLOYMENT_TOKEN}; null
+ *                       when none is set (the path then refuses to start unless {@value #INSECURE}=1)
+ * @param secretSource   which knob the secret came from, for the start-up log (never the secret itself)
+ * @param insecure       {@value #INSECURE}: run without a secret (any process that can reach the port may
+ *                       connect as an entity of the map)
+ * @param tlsKeystore    {@value #TLS_KEYSTORE}: a PKCS12 file with this node's key and certificate; TLS 1.3 with
+ *                       mutual certificates when set
+ * @param tlsTruststore  {@value #TLS_TRUSTSTORE}: a PKCS12 file with the certificates (or CA) peers must present
+ * @param tlsPassword    {@value #TLS_PASSWORD}: the password of both PKCS12 files
+ * @param maxInFlightBytes {@value #MAX_INFLIGHT_MB}: bytes one sending entity may hold in this node's arena
+ *                       (landing or landed and not yet ACKed) before this node stops reading from it
  */
-public record RemoteConfig(String listen, Map<String, String> entities, Duration timeout, Path aeronDir, int mtu) {
+public record RemoteConfig(String listen, Map<String, String> entities, Duration timeout, byte[] secret,
+                           String secretSource, boolean insecure, Path tlsKeystore, Path tlsTruststore,
+                           String tlsPassword, long maxInFlightBytes) {
     public static final String LISTEN = "MSTAR_REMOTE_LISTEN";
     public static final String ENTITIES = "MSTAR_REMOTE_ENTITIES";
     public static final String TIMEOUT_S = "MSTAR_REMOTE_TIMEOUT_S";
     public static final Duration TIMEOUT_DEFAULT = Duration.ofSeconds(10);
-    public static final String AERON_DIR = "MSTAR_REMOTE_AERON_DIR";
-    public static final String MTU = "MSTAR_REMOTE_MTU";
-    /** Aeron's own default: fits a 1500-byte Ethernet frame with its headers. */
-    public static final int MTU_DEFAULT = 1408;
-    /** Aeron's bounds: a multiple of 32 from 64 to 65504 (the largest UDP payload, aligned). */
-    public static final int MTU_MIN = 64;
-    public static final int MTU_MAX = 65504;
+    public static final String SECRET = "MSTAR_REMOTE_SECRET";
+    public static final String SECRET_FILE = "MSTAR_REMOTE_SECRET_FILE";
+    public static final String INSECURE = "MSTAR_REMOTE_INSECURE";
+    public static final String TLS_KEYSTORE = "MSTAR_REMOTE_TLS_KEYSTORE";
+    public static final String TLS_TRUSTSTORE = "MSTAR_REMOTE_TLS_TRUSTSTORE";
+    public static final String TLS_PASSWORD = "MSTAR_REMOTE_TLS_PASSWORD";
+    public static final String MAX_INFLIGHT_MB = "MSTAR_REMOTE_MAX_INFLIGHT_MB";
+    public static final long MAX_INFLIGHT_MB_DEFAULT = 256;
 
     public RemoteConfig {
         entities = Map.copyOf(entities);
+        secret = secret == null ? null : secret.clone();
+    }
+
+    /** A copy of the secret, or null. */
+    @Override
+    public byte[] secret() {
+        return secret == null ? null : secret.clone();
+    }
+
+    /** Whether connections run inside TLS ({@value #TLS_KEYSTORE} is set). */
+    public boolean tls() {
+        return tlsKeystore != null;
+    }
+
+    @Override
+    public String toString() {
+        return "RemoteConfig" + describe(); // never the secret or the password
     }
 
     /**
@@ -87,8 +117,10 @@ public record RemoteConfig(String listen, Map<String, String> entities, Duration
         values.put(LISTEN, listen == null ? "unset" : listen);
         values.put(ENTITIES, entities.isEmpty() ? "unset" : entities.toString());
         values.put(TIMEOUT_S, Double.toString(timeout.toNanos() / 1e9));
-        values.put(AERON_DIR, aeronDir == null ? "embedded" : aeronDir.toString());
-        values.put(MTU, Integer.toString(mtu));
+        values.put("secret", secret == null ? (insecure ? "none (" + INSECURE + "=1)" : "unset") : secretSource);
+        values.put(TLS_KEYSTORE, tlsKeystore == null ? "unset (no TLS)" : tlsKeystore.toString());
+        values.put(TLS_TRUSTSTORE, tlsTruststore == null ? "unset" : tlsTruststore.toString());
+        values.put(MAX_INFLIGHT_MB, Long.toString(maxInFlightBytes >> 20));
         return values;
     }
 

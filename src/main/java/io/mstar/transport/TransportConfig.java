@@ -2,12 +2,18 @@ package io.mstar.transport;
 
 import io.mstar.transport.exceptions.ConfigurationException;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.Function;
 
 /**
@@ -289,14 +295,67 @@ public record TransportConfig(
                 RemoteConfig.checkEndpoint(RemoteConfig.LISTEN, listen, listen);
             }
             String entities = raw(RemoteConfig.ENTITIES);
-            long mtu = integer(RemoteConfig.MTU, RemoteConfig.MTU_DEFAULT, RemoteConfig.MTU_MIN, RemoteConfig.MTU_MAX);
-            if (mtu % 32 != 0) {
-                throw invalid(RemoteConfig.MTU, raw(RemoteConfig.MTU), "bytes, a multiple of 32 from "
-                    + RemoteConfig.MTU_MIN + " to " + RemoteConfig.MTU_MAX);
+            byte[] secret = null;
+            String source = null;
+            String file = raw(RemoteConfig.SECRET_FILE);
+            if (file != null) {
+                secret = secretFile(file);
+                source = RemoteConfig.SECRET_FILE + "=" + file;
+            } else if (raw(RemoteConfig.SECRET) != null) {
+                secret = raw(RemoteConfig.SECRET).getBytes(StandardCharsets.UTF_8);
+                source = RemoteConfig.SECRET;
+            } else if (raw(DEPLOYMENT_TOKEN) != null) {
+                secret = raw(DEPLOYMENT_TOKEN).getBytes(StandardCharsets.UTF_8);
+                source = DEPLOYMENT_TOKEN;
+            }
+            Path keystore = file(RemoteConfig.TLS_KEYSTORE);
+            Path truststore = file(RemoteConfig.TLS_TRUSTSTORE);
+            String password = raw(RemoteConfig.TLS_PASSWORD);
+            if (keystore != null && (truststore == null || password == null)) {
+                throw invalid(RemoteConfig.TLS_KEYSTORE, keystore.toString(), "set together with "
+                    + RemoteConfig.TLS_TRUSTSTORE + " (the certificates peers must present) and "
+                    + RemoteConfig.TLS_PASSWORD);
             }
             return new RemoteConfig(listen, entities == null ? Map.of() : RemoteConfig.parseEntities(entities),
-                seconds(RemoteConfig.TIMEOUT_S, RemoteConfig.TIMEOUT_DEFAULT, false),
-                directory(RemoteConfig.AERON_DIR, null), (int) mtu);
+                seconds(RemoteConfig.TIMEOUT_S, RemoteConfig.TIMEOUT_DEFAULT, false), secret, source,
+                flag(RemoteConfig.INSECURE, false), keystore, truststore, password,
+                integer(RemoteConfig.MAX_INFLIGHT_MB, RemoteConfig.MAX_INFLIGHT_MB_DEFAULT, 1, 1L << 20) << 20);
+        }
+
+        // The secret in a file of its own: readable by its owner alone, as ssh wants of a private key.
+        private byte[] secretFile(String value) {
+            Path path = file(RemoteConfig.SECRET_FILE);
+            try {
+                Set<PosixFilePermission> perms = Files.getPosixFilePermissions(path);
+                if (perms.stream().anyMatch(p -> p.name().startsWith("GROUP") || p.name().startsWith("OTHERS"))) {
+                    throw invalid(RemoteConfig.SECRET_FILE, value, "a file only its owner may read or write (chmod 600 "
+                        + value + "); it is " + PosixFilePermissions.toString(perms));
+                }
+                byte[] secret = Files.readString(path, StandardCharsets.UTF_8).strip().getBytes(StandardCharsets.UTF_8);
+                if (secret.length < 16) {
+                    throw invalid(RemoteConfig.SECRET_FILE, value, "a file holding a secret of at least 16 bytes");
+                }
+                return secret;
+            } catch (IOException | UnsupportedOperationException e) {
+                throw invalid(RemoteConfig.SECRET_FILE, value, "a readable file holding the secret (" + e + ")");
+            }
+        }
+
+        private Path file(String name) {
+            String value = raw(name);
+            if (value == null) {
+                return null;
+            }
+            Path path;
+            try {
+                path = Path.of(value);
+            } catch (RuntimeException e) {
+                throw invalid(name, value, "an absolute path of an existing file");
+            }
+            if (!path.isAbsolute() || !Files.isRegularFile(path)) {
+                throw invalid(name, value, "an absolute path of an existing file");
+            }
+            return path;
         }
     }
 }

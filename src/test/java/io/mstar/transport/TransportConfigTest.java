@@ -5,10 +5,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.Map;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -115,8 +119,9 @@ class TransportConfigTest {
         RemoteConfig r = TransportConfig.from(name -> null).remote();
         assertFalse(r.enabled());
         assertEquals(RemoteConfig.TIMEOUT_DEFAULT, r.timeout());
-        assertEquals(RemoteConfig.MTU_DEFAULT, r.mtu());
-        assertNull(r.aeronDir());
+        assertNull(r.secret());
+        assertFalse(r.tls());
+        assertEquals(RemoteConfig.MAX_INFLIGHT_MB_DEFAULT << 20, r.maxInFlightBytes());
     }
 
     @Test
@@ -125,8 +130,9 @@ class TransportConfigTest {
             RemoteConfig.ENTITIES, " prefill=10.0.0.1:40123 , decode=10.0.0.2:40123,decode.b=10.0.0.2:40124",
             RemoteConfig.LISTEN, "10.0.0.1:40123",
             RemoteConfig.TIMEOUT_S, "2.5",
-            RemoteConfig.MTU, "8192",
-            RemoteConfig.AERON_DIR, "/dev/shm/aeron")::get).remote();
+            RemoteConfig.SECRET, "s3cret-of-the-deployment",
+            TransportConfig.DEPLOYMENT_TOKEN, "launch-token",
+            RemoteConfig.MAX_INFLIGHT_MB, "64")::get).remote();
         assertTrue(r.enabled());
         assertFalse(r.isRemote("prefill"), "at our own endpoint");
         assertTrue(r.isRemote("decode"));
@@ -134,8 +140,34 @@ class TransportConfigTest {
         assertFalse(r.isRemote("tokenizer"), "not in the map: shared memory");
         assertEquals("10.0.0.2:40124", r.endpointOf("decode.b"));
         assertEquals(Duration.ofMillis(2500), r.timeout());
-        assertEquals(8192, r.mtu());
-        assertEquals(Path.of("/dev/shm/aeron"), r.aeronDir());
+        assertArrayEquals("s3cret-of-the-deployment".getBytes(StandardCharsets.UTF_8), r.secret());
+        assertEquals(RemoteConfig.SECRET, r.secretSource(), "the dedicated knob before the deployment token");
+        assertFalse(r.toString().contains("s3cret"), r.toString());
+        assertEquals(64L << 20, r.maxInFlightBytes());
+    }
+
+    @Test
+    void theDeploymentTokenIsTheSecretWhenNoneOfItsOwnIsSet() {
+        RemoteConfig r = TransportConfig.from(Map.of(TransportConfig.DEPLOYMENT_TOKEN, "launch-token")::get).remote();
+        assertArrayEquals("launch-token".getBytes(StandardCharsets.UTF_8), r.secret());
+        assertEquals(TransportConfig.DEPLOYMENT_TOKEN, r.secretSource());
+    }
+
+    @Test
+    void aSecretFileOthersCanReadIsRefused() throws Exception {
+        Path file = Files.createTempFile("mstar-secret-", "");
+        try {
+            Files.writeString(file, "0123456789abcdef0123\n");
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
+            ConfigurationException e = assertThrows(ConfigurationException.class,
+                () -> with(RemoteConfig.SECRET_FILE, file.toString()));
+            assertTrue(e.getMessage().contains("chmod 600"), e.getMessage());
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+            assertArrayEquals("0123456789abcdef0123".getBytes(StandardCharsets.UTF_8),
+                TransportConfig.from(Map.of(RemoteConfig.SECRET_FILE, file.toString())::get).remote().secret());
+        } finally {
+            Files.delete(file);
+        }
     }
 
     @ParameterizedTest
@@ -149,9 +181,10 @@ class TransportConfigTest {
         "MSTAR_REMOTE_LISTEN;:40123",
         "MSTAR_REMOTE_TIMEOUT_S;0",
         "MSTAR_REMOTE_TIMEOUT_S;soon",
-        "MSTAR_REMOTE_MTU;1500",
-        "MSTAR_REMOTE_MTU;65536",
-        "MSTAR_REMOTE_AERON_DIR;aeron"})
+        "MSTAR_REMOTE_MAX_INFLIGHT_MB;0",
+        "MSTAR_REMOTE_SECRET_FILE;relative/secret",
+        "MSTAR_REMOTE_SECRET_FILE;/nonexistent/secret",
+        "MSTAR_REMOTE_TLS_KEYSTORE;/nonexistent.p12"})
     void aBadCrossNodeValueIsRefusedNamingTheVariable(String name, String value) {
         ConfigurationException e = assertThrows(ConfigurationException.class, () -> with(name, value));
         assertTrue(e.getMessage().contains(name + "=" + value), e.getMessage());

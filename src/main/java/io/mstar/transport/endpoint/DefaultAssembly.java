@@ -39,7 +39,7 @@ public final class DefaultAssembly implements TensorTransports.Assembly {
         };
     }
 
-    // The routed mailbox only when the cross-node path is configured: without it, Aeron need not be there.
+    // The routed mailbox only when the cross-node path is configured: without it, Netty need not be there.
     @Override
     public TensorChannel mailbox(Deployment deployment, TensorTransport transport) {
         ConsumerLiveness producer = transport == null ? null : transport.capability(ConsumerLiveness.class).orElse(null);
@@ -60,8 +60,9 @@ public final class DefaultAssembly implements TensorTransports.Assembly {
             return routed;
         } catch (NoClassDefFoundError e) {
             throw new ConfigurationException("the cross-node path (" + RemoteConfig.ENTITIES + ", "
-                + RemoteConfig.LISTEN + ") needs io.aeron:aeron-client and io.aeron:aeron-driver 1.49.0 next to this"
-                + " library (never aeron-all, whose older Agrona clashes with this library's); missing: " + e.getMessage());
+                + RemoteConfig.LISTEN + ") needs io.netty:netty-handler 4.2.18.Final next to this library (and"
+                + " netty-transport-native-epoll, classifier linux-x86_64, for the native transport); missing: "
+                + e.getMessage());
         } finally {
             if (!ok) {
                 local.close();

@@ -77,6 +77,12 @@ final class Endpoint implements TensorEndpoint {
                 }
             });
         }
+        if (channel instanceof RoutedMailbox routed) { // a remote node refused one: reported and freed at once
+            routed.onRefused((consumer, msb, lsb, why) -> {
+                outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, why);
+                transport.records().ack(consumer, msb, lsb);
+            });
+        }
     }
 
     @Override

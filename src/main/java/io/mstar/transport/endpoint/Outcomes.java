@@ -43,8 +43,12 @@ final class Outcomes {
      * out, a local one refused. Decided when the transport frees it.
      */
     void refused(long msb, long lsb, String consumer, String why) {
-        Delivery.Failure failure = consumer != null && config.remote().isRemote(consumer)
-            ? Delivery.Failure.REMOTE_TIMEOUT : Delivery.Failure.REFUSED;
+        refused(msb, lsb, consumer != null && config.remote().isRemote(consumer)
+            ? Delivery.Failure.REMOTE_TIMEOUT : Delivery.Failure.REFUSED, why);
+    }
+
+    /** As {@link #refused(long, long, String, String)}, with the failure known. */
+    void refused(long msb, long lsb, Delivery.Failure failure, String why) {
         synchronized (sent) {
             sent.fail(msb, lsb, failure, why);
         }

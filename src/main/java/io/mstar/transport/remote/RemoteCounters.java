@@ -4,22 +4,25 @@ import io.mstar.transport.RemoteStats;
 
 import java.util.concurrent.atomic.AtomicLong;
 
-/** The cross-node path's counters, updated by the sending threads and the link's thread. */
+/** The cross-node path's counters, updated by the sending threads and the event loop. */
 final class RemoteCounters {
     final AtomicLong tensorsSent = new AtomicLong();
     final AtomicLong bytesSent = new AtomicLong();
     final AtomicLong landed = new AtomicLong();
     final AtomicLong timedOut = new AtomicLong();
+    final AtomicLong refusedThere = new AtomicLong();
     final AtomicLong lateConfirmations = new AtomicLong();
     final AtomicLong tensorsReceived = new AtomicLong();
     final AtomicLong bytesReceived = new AtomicLong();
     final AtomicLong aborted = new AtomicLong();
-    final AtomicLong misrouted = new AtomicLong();
+    final AtomicLong refusedHere = new AtomicLong();
+    final AtomicLong rejectedConnections = new AtomicLong();
+    final AtomicLong protocolErrors = new AtomicLong();
     final AtomicLong refused = new AtomicLong();
 
-    RemoteStats snapshot() {
-        return new RemoteStats(tensorsSent.get(), bytesSent.get(), landed.get(), timedOut.get(),
-            lateConfirmations.get(), tensorsReceived.get(), bytesReceived.get(), aborted.get(), misrouted.get(),
-            refused.get());
+    RemoteStats snapshot(int connections) {
+        return new RemoteStats(tensorsSent.get(), bytesSent.get(), landed.get(), timedOut.get(), refusedThere.get(),
+            lateConfirmations.get(), tensorsReceived.get(), bytesReceived.get(), aborted.get(), refusedHere.get(),
+            connections, rejectedConnections.get(), protocolErrors.get(), refused.get());
     }
 }

@@ -1,28 +1,32 @@
 package io.mstar.transport.remote;
 
-import io.aeron.Publication;
-import io.aeron.Subscription;
 import io.mstar.transport.Deployment;
+import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.RemoteStats;
 import io.mstar.transport.TensorChannel;
+import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
+import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.ConfigurationException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
-import org.agrona.concurrent.UnsafeBuffer;
+import io.mstar.transport.remote.RemoteProtocol.Refusal;
+import io.mstar.transport.remote.RemoteProtocol.TensorHeader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -33,134 +37,190 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * This process's end of the cross-node path, which the mailbox routes to for entities on other nodes
- * ({@link RemoteConfig}). Sending: each tensor goes once over Aeron UDP to the entity's endpoint, read in
- * place from its slot (START, DATA chunks, END with its CRC32C: {@link TensorSender}); the
- * receiving node's confirmation comes back as the consumer's ACK, which frees the slot as soon as the
- * remote node holds the bytes. A tensor not confirmed within {@value RemoteConfig#TIMEOUT_S} marks its
- * consumer's node gone for the tensors sent in the same window ({@link #WINDOWS_PER_TIMEOUT} windows per timeout):
- * the transport attached to the mailbox frees them (as it frees what a dead local consumer held), and the
- * count goes up; tensors of later windows (sent after the node came back) are not touched.
+ * ({@link RemoteConfig}). Sending: each tensor goes over an authenticated TCP connection to its entity
+ * ({@link OutboundConnection}), its bytes written from its slot; the receiving node's LANDED comes back as
+ * the consumer's ACK, which frees the slot as soon as the remote node holds the bytes. A tensor not
+ * confirmed within {@value RemoteConfig#TIMEOUT_S} marks its consumer's node gone for the tensors sent in the
+ * same window ({@link #WINDOWS_PER_TIMEOUT} windows per timeout): the transport attached to the mailbox frees
+ * them and the endpoint reports each one; a tensor the receiver refused is reported at once.
  *
- * <p>Receiving: one thread polls this process's endpoint; tensors land in a transport of this process's
- * own ({@link TensorLanding}) and reach the local consumer through its mailbox's poll, from the sending
- * entity; the consumer's ACK to that entity frees the landing slot here.
+ * <p>Receiving: connections from the entities the map places elsewhere ({@link InboundConnection}); tensors
+ * land in a transport of this process's own and reach the local consumer through its mailbox's poll, from the
+ * sending entity (as the authenticated connection names it); the consumer's ACK frees the landing slot here.
  */
 public final class RemoteLink implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
-    private static final long CHECK_INTERVAL_NS = 100_000_000L;
-    private static final long CONFIRM_WAIT_NS = 1_000_000_000L;
+    private static final long CHECK_INTERVAL_MS = 100;
     /** Sends are reported in windows of a fraction of the timeout: a timeout frees only its own window's. */
     static final int WINDOWS_PER_TIMEOUT = 4;
+    /** Connections that have not finished their handshake, in all and from one address. */
+    static final int MAX_HANDSHAKES = 64;
+    static final int MAX_HANDSHAKES_PER_ADDRESS = 16;
+    static final int MAX_CONNECTIONS_PER_SENDER = 4;
+    private static final long HANDSHAKE_TIMEOUT_MAX_NS = 5_000_000_000L;
+    private static final long REFUSAL_LOG_INTERVAL_NS = 60_000_000_000L;
+
+    /** Told of each tensor sent from here that a remote node refused, on the link's thread. */
+    public interface RefusalListener {
+        void refused(String consumer, long msb, long lsb, String why);
+    }
 
     /** A tensor or an ACK from another node, for the local mailbox's poll; {@code descriptor} null for an ACK. */
     private record Inbound(String from, TensorDescriptor descriptor, long ackMsb, long ackLsb) {
     }
 
-    /**
-     * A tensor sent and not yet confirmed, with the key its consumer was reported under
-     * ({@code consumer@window}). {@code sentAt} stays MAX_VALUE until its last message is out.
-     */
-    private static final class Pending {
-        final String key;
-        volatile long sentAt = Long.MAX_VALUE;
+    /** One destination of a tensor sent and not yet confirmed: fan-out sends one per consumer. */
+    private record Sent(long msb, long lsb, String to) {
+    }
 
-        Pending(String key) {
-            this.key = key;
+    /** A tensor sent, with the key its consumer was reported under ({@code consumer@window}). */
+    private record Pending(String key, long sentAt) {
+    }
+
+    /** A tensor that landed here, until the local consumer's ACK. */
+    private record Landed(SenderBudget budget, long nbytes) {
+    }
+
+    private static final class Peer {
+        final String entity;
+        final InetSocketAddress address;
+        OutboundConnection connection; // guarded by the peer
+
+        Peer(String entity, InetSocketAddress address) {
+            this.entity = entity;
+            this.address = address;
         }
     }
 
     private final RemoteConfig config;
     private final String entity;
-    private final byte[] entityUtf8;
+    private final byte[] entityAscii;
     private final long timeoutNs;
-    private final AeronNode node;
+    private final long strictWaitNs;
+    private final Handshake handshake;
+    private final Map<String, Set<InetAddress>> placements; // entity to the addresses its host resolves to
+    private final InetSocketAddress localAddress; // connections leave from our own placement's host
+    private final TcpCarrier carrier;
     private final TensorTransport arena; // lands other nodes' tensors; reads ours in place to send them
-    private final Subscription subscription; // null when this process does not listen
-    private final TensorLanding landing;
     private final RemoteCounters counters = new RemoteCounters();
-    private final TensorSender sender;
-    private final Map<UUID, Pending> pending = new ConcurrentHashMap<>();
+    private final Map<String, Peer> peers = new ConcurrentHashMap<>();
+    private final Map<Sent, Pending> pending = new ConcurrentHashMap<>();
     private final Map<String, Long> goneWindows = new ConcurrentHashMap<>(); // "consumer@window" -> window
     private final Set<String> senders = ConcurrentHashMap.newKeySet(); // entities whose tensors landed here
+    private final Map<String, SenderBudget> budgets = new ConcurrentHashMap<>();
+    private final Map<UUID, Landed> landed = new ConcurrentHashMap<>();
     private final Queue<Inbound> inbound = new ConcurrentLinkedQueue<>();
     private final MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]); // poller's
     private int delivering; // records being handed to a listener now (more than one when it polls again)
-    private final Map<String, Publication> confirmations = new HashMap<>(); // the link's thread only
-    private final UnsafeBuffer confirmation = new UnsafeBuffer(new byte[512]);
-    private final Thread thread;
-    private volatile boolean running = true;
+    // Event loop only:
+    private int handshakes;
+    private final Map<InetAddress, Integer> handshakesByAddress = new HashMap<>();
+    private final Map<String, Integer> connectionsBySender = new HashMap<>();
+    private final Map<String, Long> lastRefusalLog = new HashMap<>();
+    private final AtomicInteger openConnections = new AtomicInteger();
+    private volatile RefusalListener refusals;
     private final CloseOnce closer = new CloseOnce();
 
-    private RemoteLink(Deployment deployment, AeronNode node, TensorTransport arena) {
+    private RemoteLink(Deployment deployment, TensorTransport arena, Map<String, Set<InetAddress>> placements) {
         this.config = deployment.config().remote();
         this.entity = deployment.entity();
-        this.entityUtf8 = entity.getBytes(StandardCharsets.UTF_8);
+        this.entityAscii = entity.getBytes(StandardCharsets.US_ASCII);
         this.timeoutNs = config.timeout().toNanos();
-        this.node = node;
+        TransportConfig transport = deployment.config();
+        this.strictWaitNs = transport.spill() ? 0 : transport.fullTimeout().toNanos();
+        byte[] secret = config.secret();
+        this.handshake = new Handshake(secret == null ? new byte[0] : secret);
+        this.placements = placements;
+        String own = config.endpointOf(entity);
+        this.localAddress = own == null ? null : new InetSocketAddress(host(own), 0);
         this.arena = arena;
-        this.sender = new TensorSender(config, entity, node.aeron(), arena, closer::isClosed);
-        this.landing = new TensorLanding(arena, entity, new TensorLanding.Events() {
-            @Override
-            public void landed(RemoteProtocol.Start start, TensorDescriptor descriptor) {
-                onLanded(start, descriptor);
-            }
-
-            @Override
-            public void confirmed(String consumer, long msb, long lsb) {
-                onConfirmed(consumer, msb, lsb);
-            }
-        }, counters);
-        this.subscription = config.listen() == null ? null
-            : node.aeron().addSubscription("aeron:udp?endpoint=" + config.listen()
-                + "|so-rcvbuf=" + AeronNode.RCVBUF + "|rcv-wnd=" + AeronNode.RCVBUF / 2, streamOf(entity));
-        this.thread = new Thread(this::run, "mstar-remote-" + entity);
-        this.thread.setDaemon(true);
+        this.carrier = new TcpCarrier(config);
     }
 
     /**
-     * Starts this process's end: its Aeron client (and embedded driver), its landing transport and, with
-     * {@value RemoteConfig#LISTEN}, its endpoint.
+     * Starts this process's end: its landing transport, its event loop and, with {@value RemoteConfig#LISTEN},
+     * its listening socket.
      *
-     * @throws ConfigurationException when an entity is placed on another node but this process has no
-     *                                endpoint for the confirmations, or a standalone driver is not there
+     * @throws ConfigurationException when no secret is set (and {@value RemoteConfig#INSECURE} is not), the map
+     *                                does not place this entity, a host does not resolve, or the port is taken
      */
     public static RemoteLink start(Deployment deployment) {
-        // Registered as it starts: a stop at any instant closes the driver, which removes its directory.
         return ShutdownCleanup.registerNew(() -> startUnregistered(deployment));
     }
 
     private static RemoteLink startUnregistered(Deployment deployment) {
         RemoteConfig config = deployment.config().remote();
-        if (config.listen() == null && config.entities().keySet().stream().anyMatch(config::isRemote)) {
-            throw new ConfigurationException(RemoteConfig.ENTITIES + " places entities on other nodes, but "
-                + RemoteConfig.LISTEN + " is unset: set it to host:port of this node, where the other nodes"
-                + " confirm the tensors they receive (and send theirs)");
+        if (config.secret() == null && !config.insecure()) {
+            throw new ConfigurationException("the cross-node path needs a secret that every node of the deployment"
+                + " holds: set " + RemoteConfig.SECRET_FILE + " (a file only its owner reads), " + RemoteConfig.SECRET
+                + " or " + TransportConfig.DEPLOYMENT_TOKEN + "; or " + RemoteConfig.INSECURE + "=1 to let anyone"
+                + " who reaches the port in");
         }
-        AeronNode node = AeronNode.start(deployment);
-        TensorTransport arena = null;
+        if (config.endpointOf(deployment.entity()) == null) {
+            throw new ConfigurationException(RemoteConfig.ENTITIES + " does not place entity=" + deployment.entity()
+                + ": add it (at " + (config.listen() == null ? "this node's address" : config.listen()) + "); other"
+                + " nodes accept connections only from entities the map places at the connecting address");
+        }
+        Map<String, Set<InetAddress>> placements = new HashMap<>();
+        config.entities().forEach((name, endpoint) -> {
+            try {
+                placements.put(name, Set.of(InetAddress.getAllByName(host(endpoint))));
+            } catch (UnknownHostException e) {
+                throw new ConfigurationException(RemoteConfig.ENTITIES + " places entity=" + name + " at " + endpoint
+                    + ", whose host does not resolve: " + e.getMessage());
+            }
+        });
+        if (config.insecure() && config.secret() == null) {
+            LOG.warn("the cross-node path runs WITHOUT authentication ({}=1): any process that reaches {} can send"
+                + " tensors as any entity of the map from that entity's address; set {} for production",
+                RemoteConfig.INSECURE, config.listen(), RemoteConfig.SECRET_FILE);
+        }
+        TensorTransport arena = TensorTransports.create(landingDeployment(deployment), false);
+        RemoteLink link = null;
         try {
-            arena = TensorTransports.create(deployment, false);
-            RemoteLink link = new RemoteLink(deployment, node, arena);
-            link.thread.start();
-            LOG.info("cross-node path up: entity={}, listen={}, remote entities={}, timeout={} s, mtu={}, driver={}",
-                link.entity, config.listen(), config.entities(), config.timeout().toMillis() / 1e3, config.mtu(),
-                config.aeronDir() == null ? "embedded" : config.aeronDir());
+            link = new RemoteLink(deployment, arena, placements);
+            if (config.listen() != null) {
+                RemoteLink self = link;
+                link.carrier.listen(new InetSocketAddress(host(config.listen()), port(config.listen())),
+                    () -> new InboundConnection(self));
+            }
+            link.carrier.group().scheduleAtFixedRate(link::expire, CHECK_INTERVAL_MS, CHECK_INTERVAL_MS,
+                TimeUnit.MILLISECONDS);
+            LOG.info("cross-node path up: entity={}, listen={}, remote entities={}, timeout={} s, {}, secret from {}",
+                link.entity, config.listen(), config.entities(), config.timeout().toMillis() / 1e3,
+                link.carrier.describe(), config.secret() == null ? "nowhere (insecure)" : config.secretSource());
             return link;
         } catch (RuntimeException e) {
-            if (arena != null) {
-                arena.close();
+            if (link != null) {
+                link.carrier.close();
             }
-            node.close();
+            arena.close();
             throw e;
         }
     }
 
-    /** Aeron stream of an entity's endpoint: tensors to it and confirmations of what it sent. */
-    static int streamOf(String entity) {
-        return (entity.hashCode() & 0x3fff_ffff) | 1;
+    // Landings never wait inside the ladder (that would stop the event loop): a full arena spills at once, or
+    // in strict mode fails at once and the connection stops reading and tries again (strictWaitNs).
+    private static Deployment landingDeployment(Deployment d) {
+        TransportConfig c = d.config();
+        TransportConfig landing = new TransportConfig(c.mode(), c.segmentMb(), c.maxSegments(), Duration.ZERO, c.spill(),
+            Duration.ZERO, c.pin(), c.pinMaxMb(), c.slotTtl(), c.statsInterval(), c.reclaimInterval(), c.shmDir(),
+            c.deploymentToken(), c.cudartPath(), c.remote());
+        return d.withConfig(landing);
+    }
+
+    private static String host(String endpoint) {
+        String host = endpoint.substring(0, endpoint.lastIndexOf(':'));
+        return host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+    }
+
+    private static int port(String endpoint) {
+        return Integer.parseInt(endpoint.substring(endpoint.lastIndexOf(':') + 1));
     }
 
     /** Whether the mailbox routes sends to {@code entity} here: it runs on another node. */
@@ -173,31 +233,43 @@ public final class RemoteLink implements AutoCloseable {
         return senders.contains(entity) || config.isRemote(entity);
     }
 
+    /** Where refusals of tensors sent from here are told (the endpoint); without one they time out. */
+    public void onRefused(RefusalListener listener) {
+        this.refusals = listener;
+    }
+
     /**
      * Sends tensors to an entity on another node, one after the other; returns the key to report them
      * under to an attached transport ({@link #isAlive}).
      *
-     * @throws PeerUnavailableException when the entity takes no data for the timeout; the tensors not sent
-     *                                  yet stay in flight, as with a local peer
+     * @throws PeerUnavailableException when the entity cannot be reached and authenticated, or takes no data,
+     *                                  within the timeout; the tensors not sent yet stay in flight, as with a
+     *                                  local peer
      */
     public String send(String to, List<TensorDescriptor> descriptors) {
-        TensorSender.Peer peer = sender.peer(to);
+        Peer peer = peer(to);
         synchronized (peer) {
             String key = to + "@" + Long.toHexString(window(System.nanoTime()));
             for (TensorDescriptor d : descriptors) {
                 if (closer.isClosed()) {
                     throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
                 }
-                Pending entry = new Pending(key);
-                pending.put(d.uuid(), entry); // before any byte leaves: the confirmation may come back at once
-                boolean sent = false;
+                long deadline = System.nanoTime() + timeoutNs;
+                OutboundConnection connection = connection(peer, deadline);
+                Sent sent = new Sent(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), to);
+                pending.put(sent, new Pending(key, System.nanoTime())); // before a byte leaves: LANDED may be quick
+                ReceivedTensor view = arena.receive(d);
+                boolean written = false;
                 try {
-                    sender.send(peer, d);
-                    entry.sentAt = System.nanoTime();
-                    sent = true;
+                    connection.write(d, view, deadline);
+                    written = true;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new PeerUnavailableException(to, "interrupted while sending to entity=" + to);
                 } finally {
-                    if (!sent) {
-                        pending.remove(d.uuid(), entry);
+                    if (!written) {
+                        view.close();
+                        pending.remove(sent);
                     }
                 }
                 counters.tensorsSent.incrementAndGet();
@@ -207,32 +279,88 @@ public final class RemoteLink implements AutoCloseable {
         }
     }
 
+    private Peer peer(String to) {
+        String endpoint = config.endpointOf(to);
+        if (endpoint == null || !config.isRemote(to)) {
+            throw new IllegalArgumentException("entity=" + to + " is not on another node in " + RemoteConfig.ENTITIES);
+        }
+        return peers.computeIfAbsent(to, e -> new Peer(e, new InetSocketAddress(host(endpoint), port(endpoint))));
+    }
+
+    // The peer's connection, made (and authenticated) when there is none; the caller holds the peer.
+    private OutboundConnection connection(Peer peer, long deadline) {
+        OutboundConnection c = peer.connection;
+        if (c == null || c.isClosed()) {
+            c = new OutboundConnection(this, peer.entity);
+            peer.connection = c;
+            OutboundConnection made = c;
+            carrier.connect(peer.address, localAddress, c, (int) Math.min(Integer.MAX_VALUE, timeoutNs / 1_000_000))
+                .addListener(f -> {
+                    if (!f.isSuccess()) {
+                        made.failed(f.cause());
+                    }
+                });
+        }
+        try {
+            if (c.awaitReady(deadline)) {
+                return c;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.address
+            + " cannot be reached and authenticated: " + c.whyNotReady() + " (" + RemoteConfig.TIMEOUT_S + ")");
+    }
+
     private long window(long nanoTime) {
         return nanoTime / Math.max(1, timeoutNs / WINDOWS_PER_TIMEOUT) & Long.MAX_VALUE;
     }
 
-    /** Waits until a receiver of {@code to} is connected, or the timeout passes. */
+    /** Connects to {@code to} and waits until the handshake is done, or the timeout passes. */
     public boolean awaitPeer(String to, Duration timeout) throws InterruptedException {
-        return sender.awaitConnected(to, timeout);
+        Peer peer = peer(to);
+        synchronized (peer) {
+            try {
+                connection(peer, System.nanoTime() + timeout.toNanos());
+                return true;
+            } catch (PeerUnavailableException e) {
+                Thread.sleep(1); // let a caller that retries not spin on a refused port
+                return false;
+            }
+        }
     }
 
     /**
      * Whether what was reported under {@code key} ({@code entity@window}, from {@link #send}) may still land:
-     * false once a tensor sent to that entity in that window timed out; for a bare entity, whether a receiver
-     * of it is connected.
+     * false once a tensor sent to that entity in that window timed out; for a bare entity, whether its
+     * connection is up.
      */
     public boolean isAlive(String key) {
-        return key.indexOf('@') < 0 ? sender.peer(key).publication.isConnected() : !goneWindows.containsKey(key);
+        if (key.indexOf('@') >= 0) {
+            return !goneWindows.containsKey(key);
+        }
+        Peer peer = peers.get(key);
+        OutboundConnection c = peer == null ? null : peer.connection;
+        return c != null && c.isReady();
     }
 
     /** The local consumer's ACKs for tensors that landed here: frees their slots. */
     public void ackLanded(Collection<UUID> uuids) {
         arena.ack(uuids);
+        uuids.forEach(this::releaseLanded);
     }
 
     /** As {@link #ackLanded(Collection)}, for one. */
     public void ackLanded(long msb, long lsb) {
         arena.records().ack(msb, lsb);
+        releaseLanded(new UUID(msb, lsb));
+    }
+
+    private void releaseLanded(UUID uuid) {
+        Landed l = landed.remove(uuid);
+        if (l != null) {
+            l.budget().release(l.nbytes());
+        }
     }
 
     /**
@@ -273,53 +401,154 @@ public final class RemoteLink implements AutoCloseable {
     }
 
     public RemoteStats stats() {
-        return counters.snapshot();
+        return counters.snapshot(openConnections.get());
     }
 
-    private void run() {
-        IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
-        long nextCheck = System.nanoTime() + CHECK_INTERVAL_NS;
-        while (running) {
-            try {
-                int work = subscription == null ? 0 : subscription.poll(landing, 64);
-                long now = System.nanoTime();
-                if (now - nextCheck > 0) {
-                    nextCheck = now + CHECK_INTERVAL_NS;
-                    expire(now);
-                    if (subscription != null) {
-                        landing.abortOrphans(session -> subscription.imageBySessionId(session) != null);
-                    }
-                }
-                idle.idle(work);
-            } catch (RuntimeException e) {
-                LOG.warn("cross-node path: {}", e.toString(), e);
-            }
+    // ---- called by the connections, on the event loop ----
+
+    String entity() {
+        return entity;
+    }
+
+    byte[] entityAscii() {
+        return entityAscii;
+    }
+
+    Handshake handshake() {
+        return handshake;
+    }
+
+    RemoteCounters counters() {
+        return counters;
+    }
+
+    long timeoutNs() {
+        return timeoutNs;
+    }
+
+    long handshakeTimeoutNs() {
+        return Math.min(timeoutNs, HANDSHAKE_TIMEOUT_MAX_NS);
+    }
+
+    long strictWaitNs() {
+        return strictWaitNs;
+    }
+
+    /** Whether {@code name} is an entity of the map placed at {@code address}. */
+    boolean placedAt(String name, InetAddress address) {
+        Set<InetAddress> at = placements.get(name);
+        return at != null && (at.contains(address) || at.stream().anyMatch(InetAddress::isAnyLocalAddress)
+            && isLocal(address));
+    }
+
+    private static boolean isLocal(InetAddress address) {
+        try {
+            return address.isLoopbackAddress() || java.net.NetworkInterface.getByInetAddress(address) != null;
+        } catch (java.net.SocketException e) {
+            return false;
         }
     }
 
-    private void onLanded(RemoteProtocol.Start start, TensorDescriptor descriptor) {
-        senders.add(start.from());
-        inbound.add(new Inbound(start.from(), descriptor, 0, 0));
-        Publication to = confirmations.computeIfAbsent(start.replyTo() + "/" + start.from(), k -> node.aeron()
-            .addPublication("aeron:udp?endpoint=" + start.replyTo() + "|mtu=" + config.mtu() + "|term-length=64k",
-                streamOf(start.from())));
-        int length = RemoteProtocol.writeLanded(confirmation, start.msb(), start.lsb(), entityUtf8);
-        long deadline = System.nanoTime() + CONFIRM_WAIT_NS;
-        // Even while closing: a consumer that read the tensor and exited at once would otherwise leave its
-        // producer to time it out (close waits for this thread, at most CONFIRM_WAIT_NS more).
-        while (to.offer(confirmation, 0, length) < 0) {
-            if (System.nanoTime() > deadline) {
-                LOG.warn("could not confirm a tensor to entity={} at {}: it frees it after its timeout", start.from(),
-                    start.replyTo());
-                return;
-            }
-            Thread.onSpinWait();
+    /** A connection arrived: false (refused, counted, logged) when too many are still in their handshake. */
+    boolean openConnection(InetAddress address) {
+        int fromAddress = handshakesByAddress.getOrDefault(address, 0);
+        if (handshakes >= MAX_HANDSHAKES || fromAddress >= MAX_HANDSHAKES_PER_ADDRESS) {
+            refusal(address, null, "too many connections in their handshake (" + handshakes + " in all, "
+                + fromAddress + " from this address)");
+            return false;
+        }
+        handshakes++;
+        handshakesByAddress.put(address, fromAddress + 1);
+        return true;
+    }
+
+    /** The handshake passed: the sender's budget, or null when it has too many connections open already. */
+    SenderBudget authenticated(InetAddress address, String sender) {
+        handshakeEnded(address);
+        int open = connectionsBySender.getOrDefault(sender, 0);
+        if (open >= MAX_CONNECTIONS_PER_SENDER) {
+            return null;
+        }
+        connectionsBySender.put(sender, open + 1);
+        openConnections.incrementAndGet();
+        return budgets.computeIfAbsent(sender, s -> new SenderBudget(config.maxInFlightBytes()));
+    }
+
+    private void handshakeEnded(InetAddress address) {
+        handshakes--;
+        handshakesByAddress.computeIfPresent(address, (a, n) -> n <= 1 ? null : n - 1);
+    }
+
+    void connectionClosed(InetAddress address, String sender, boolean inHandshake, boolean authenticated) {
+        if (inHandshake) {
+            handshakeEnded(address);
+        }
+        if (authenticated) {
+            connectionsBySender.computeIfPresent(sender, (s, n) -> n <= 1 ? null : n - 1);
+            openConnections.decrementAndGet();
         }
     }
 
-    private void onConfirmed(String consumer, long msb, long lsb) {
-        Pending entry = pending.remove(new UUID(msb, lsb));
-        if (entry == null) {
+    void connectionFailed(InetAddress address, String sender, String why) {
+        LOG.debug("cross-node connection from {} (entity={}) failed: {}", address, sender, why);
+    }
+
+    /** A peer broke the protocol or failed its handshake: counted, and logged once a minute per address. */
+    void violation(InetAddress address, String peer, boolean authenticated, String why) {
+        if (authenticated) {
+            counters.protocolErrors.incrementAndGet();
+        }
+        refusal(address, peer, why);
+    }
+
+    private void refusal(InetAddress address, String peer, String why) {
+        if (address != null) {
+            counters.rejectedConnections.incrementAndGet();
+        }
+        String key = String.valueOf(address) + "/" + peer;
+        long now = System.nanoTime();
+        Long last = lastRefusalLog.get(key);
+        if (last == null || now - last > REFUSAL_LOG_INTERVAL_NS) {
+            if (lastRefusalLog.size() > 4096) {
+                lastRefusalLog.clear();
+            }
+            lastRefusalLog.put(key, now);
+            LOG.warn("cross-node connection {} {}{} closed: {} (counted in remoteRejectedConnections; logged once"
+                + " a minute per peer)", address == null ? "to" : "from", address == null ? "" : address.getHostAddress(),
+                peer == null ? "" : " (entity=" + peer + ")", why);
+        }
+    }
+
+    TensorClaim claim(TensorHeader header) {
+        return arena.claim(header.requestId(), header.dtype(), header.shape());
+    }
+
+    void landingFailed(String sender, TensorHeader header, RuntimeException e) {
+        LOG.warn("no room for a tensor from entity={} ({} bytes): {}", sender, header.nbytes(), e.toString());
+    }
+
+    /** A whole tensor from {@code sender}: it goes to the local consumer, its bytes stay on the budget. */
+    void landed(String sender, SenderBudget budget, TensorHeader header, TensorDescriptor descriptor) {
+        senders.add(sender);
+        landed.put(descriptor.uuid(), new Landed(budget, header.nbytes()));
+        counters.tensorsReceived.incrementAndGet();
+        counters.bytesReceived.addAndGet(header.nbytes());
+        inbound.add(new Inbound(sender, descriptor, 0, 0));
+    }
+
+    void refusedHere(String sender, TensorHeader header, Refusal reason) {
+        counters.refusedHere.incrementAndGet();
+        LOG.warn("tensor from entity={} requestId={} ({} bytes) refused: {}", sender, header.requestId(),
+            header.nbytes(), reason.text);
+    }
+
+    void abortedHere(String sender, TensorHeader header, String why) {
+        LOG.warn("tensor from entity={} requestId={} aborted, not delivered: {}", sender, header.requestId(), why);
+    }
+
+    /** {@code consumer} holds a tensor this process sent: its ACK for the local poll. */
+    void confirmed(String consumer, long msb, long lsb) {
+        if (pending.remove(new Sent(msb, lsb, consumer)) == null) {
             counters.lateConfirmations.incrementAndGet();
             return;
         }
@@ -327,13 +556,24 @@ public final class RemoteLink implements AutoCloseable {
         inbound.add(new Inbound(consumer, null, msb, lsb));
     }
 
+    /** {@code consumer}'s node dropped a tensor this process sent: the endpoint reports it and frees it. */
+    void refusedThere(String consumer, long msb, long lsb, Refusal reason) {
+        RefusalListener listener = refusals;
+        if (listener == null || pending.remove(new Sent(msb, lsb, consumer)) == null) {
+            return; // without a listener it times out like a tensor that never arrived
+        }
+        counters.refusedThere.incrementAndGet();
+        listener.refused(consumer, msb, lsb, "consumer " + consumer + " on another node refused it: " + reason.text);
+    }
+
     // A tensor unconfirmed for the timeout: its consumer's node is gone for what was sent to it in that window.
-    private void expire(long now) {
+    private void expire() {
+        long now = System.nanoTime();
         goneWindows.values().removeIf(w -> window(now) - w > 100L * WINDOWS_PER_TIMEOUT); // long since freed
         Set<String> gone = null;
         for (Pending p : pending.values()) {
-            if (now - p.sentAt > timeoutNs && p.sentAt != Long.MAX_VALUE) {
-                (gone == null ? gone = new HashSet<>() : gone).add(p.key);
+            if (now - p.sentAt() > timeoutNs) {
+                (gone == null ? gone = new HashSet<>() : gone).add(p.key());
             }
         }
         if (gone == null) {
@@ -342,7 +582,7 @@ public final class RemoteLink implements AutoCloseable {
         for (String key : gone) {
             goneWindows.put(key, Long.parseLong(key.substring(key.indexOf('@') + 1), 16));
             int[] count = {0};
-            pending.values().removeIf(p -> p.key.equals(key) && ++count[0] > 0);
+            pending.values().removeIf(p -> p.key().equals(key) && ++count[0] > 0);
             counters.timedOut.addAndGet(count[0]);
             String consumer = key.substring(0, key.indexOf('@'));
             LOG.warn("entity={} at {} confirmed none of {} tensors within {} s: taken as gone for them (an attached"
@@ -351,7 +591,7 @@ public final class RemoteLink implements AutoCloseable {
         }
     }
 
-    /** Stops the link's thread, aborts tensors half landed, closes the landing transport and Aeron. */
+    /** Closes every connection and the listening socket, aborts tensors half landed, closes the landing transport. */
     @Override
     public void close() {
         closer.close(this::release);
@@ -359,18 +599,17 @@ public final class RemoteLink implements AutoCloseable {
 
     private void release() {
         ShutdownCleanup.unregister(this);
-        running = false;
         try {
-            thread.join(10_000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        LOG.info("cross-node path closing: entity={} {}", entity, counters.snapshot().toLogLine());
-        try {
-            landing.close();
-            arena.close();
+            carrier.close(); // the event loop ends: no write reads a slot, no landing writes one, after this
         } finally {
-            node.close(); // closes the publications and the subscription with the client
+            LOG.info("cross-node path closing: entity={} {}", entity, stats().toLogLine());
+            arena.close();
         }
+    }
+
+    @Override
+    public String toString() {
+        return "RemoteLink[entity=" + entity + ", listen=" + config.listen() + ", peers=" + Arrays.toString(
+            peers.keySet().toArray()) + "]";
     }
 }

@@ -1,145 +1,262 @@
 package io.mstar.transport.remote;
 
 import io.mstar.transport.DType;
-import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.naming.ShmNames;
+import io.netty.buffer.ByteBuf;
 
-import java.nio.ByteOrder;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 /**
- * The messages of the cross-node path, each one Aeron message on the receiving entity's stream. A tensor
- * is a START, one or more DATA chunks in order, and an END; the receiver answers LANDED on the sender's
- * stream once the tensor is whole in its arena. Little-endian; every message starts with its type.
+ * The frames of the cross-node path on one TCP connection. Every frame is a little-endian {@code u32}
+ * length (of what follows it) and a type byte; a TENSOR frame is followed by the tensor's bytes, raw.
  *
  * <pre>
- *   START  (40 + 8 x rank + names): type 1 | rank u8 | dtype u8 | pad | uuid msb, lsb | nbytes
- *          | 4 x u16 lengths (from, to, requestId, reply endpoint) | shape (rank x i64) | the four strings
- *   DATA   (32 + payload):          type 2 | pad | uuid msb, lsb | offset of the payload in the tensor | payload
- *   END    (36):                    type 3 | pad | uuid msb, lsb | nbytes | CRC32C of the tensor (i32)
- *   LANDED (28 + consumer):         type 4 | pad | uuid msb, lsb | u16 length | pad | the consumer's name
+ *   HELLO     client: magic u32 | version u8 | nonce (32) | u8 length | the client's entity
+ *   CHALLENGE server: nonce (32) | u8 length | the server's entity
+ *   PROOF     client: HMAC-SHA256 (32) over both nonces and both names ({@link Handshake})
+ *   WELCOME   server: its own HMAC-SHA256 (32)
+ *   TENSOR    uuid msb, lsb | nbytes i64 | CRC32C of the bytes i32 | dtype u8 | rank u8 | u16 length
+ *             | shape (rank x i64) | request id (UTF-8); then nbytes bytes
+ *   LANDED    uuid msb, lsb: the tensor is whole in the receiver's arena
+ *   REFUSED   uuid msb, lsb | reason u8: the receiver dropped it ({@link Refusal})
  * </pre>
  *
- * A DATA message larger than the MTU reaches the receiver in fragments: only the first carries the
- * header, the rest are payload, which the receiver copies on at the running offset.
+ * Nothing here is believed before it is checked: a length before the frame is read, each field before it
+ * is used ({@link #readTensor}).
  */
 final class RemoteProtocol {
-    static final ByteOrder ORDER = ByteOrder.LITTLE_ENDIAN;
-    static final int START = 1;
-    static final int DATA = 2;
-    static final int END = 3;
-    static final int LANDED = 4;
+    static final int HELLO = 1;
+    static final int CHALLENGE = 2;
+    static final int PROOF = 3;
+    static final int WELCOME = 4;
+    static final int TENSOR = 5;
+    static final int LANDED = 6;
+    static final int REFUSED = 7;
 
-    static final int TYPE = 0;
-    static final int RANK = 4;
-    static final int DTYPE = 5;
-    static final int UUID_MSB = 8;
-    static final int UUID_LSB = 16;
-    static final int NBYTES = 24;
-    static final int START_LENGTHS = 32;
-    static final int START_SHAPE = 40;
-    static final int DATA_OFFSET = 24;
-    static final int DATA_HEADER = 32;
-    static final int END_CRC = 32;
-    static final int END_LENGTH = 36;
-    static final int LANDED_NAME_LENGTH = 24;
-    static final int LANDED_NAME = 28;
+    static final int MAGIC = 0x4E54534D; // "MSTN" read little-endian
+    static final int VERSION = 1;
+    static final int NONCE_BYTES = 32;
+    static final int MAC_BYTES = 32;
+    static final int LENGTH_FIELD = 4;
+    /** A TENSOR frame without shape and request id: type, uuid, nbytes, crc, dtype, rank, id length. */
+    static final int TENSOR_FIXED = 1 + 16 + 8 + 4 + 1 + 1 + 2;
+    /** The largest frame of any type (a TENSOR frame at the codec's limits). */
+    static final int MAX_FRAME = TENSOR_FIXED + 8 * DescriptorCodec.MAX_RANK + DescriptorCodec.MAX_REQUEST_ID_BYTES;
+    static final int UUID_FRAME = 1 + 16;
 
     private RemoteProtocol() {
     }
 
-    /** The metadata of a tensor, from its START message. */
-    record Start(long msb, long lsb, long nbytes, DType dtype, long[] shape, String from, String to,
-                 String requestId, String replyTo) {
+    /** Why a receiver dropped a tensor; the sender reports it with its own words, never the peer's. */
+    enum Refusal {
+        NO_ROOM("the receiving node's arena had no room for it"),
+        CORRUPTED("its bytes did not match its CRC32C on arrival");
+
+        final String text;
+
+        Refusal(String text) {
+            this.text = text;
+        }
+
+        static Refusal of(int code) {
+            return code >= 1 && code <= values().length ? values()[code - 1] : null;
+        }
+
+        int code() {
+            return ordinal() + 1;
+        }
     }
 
-    static int writeStart(MutableDirectBuffer b, long msb, long lsb, long nbytes, DType dtype, long[] shape,
-                          String from, String to, String requestId, String replyTo) {
-        b.putInt(TYPE, START, ORDER);
-        b.putByte(RANK, (byte) shape.length);
-        b.putByte(DTYPE, (byte) dtype.code());
-        putUuid(b, msb, lsb);
-        b.putLong(NBYTES, nbytes, ORDER);
-        int at = START_SHAPE;
+    /** The peer broke the protocol: its connection is closed and counted. */
+    static final class Violation extends RuntimeException {
+        Violation(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /** The header of a tensor on its way, checked ({@link #readTensor}). */
+    record TensorHeader(long msb, long lsb, long nbytes, int crc, DType dtype, long[] shape, String requestId) {
+    }
+
+    /**
+     * The length of the frame at {@code in}'s reader index, or -1 when its length field has not arrived.
+     *
+     * @throws Violation when the length is outside 1 to {@code max}
+     */
+    static int frameLength(ByteBuf in, int max) {
+        if (in.readableBytes() < LENGTH_FIELD) {
+            return -1;
+        }
+        int length = in.getIntLE(in.readerIndex());
+        if (length < 1 || length > max) {
+            throw new Violation("a frame of " + Integer.toUnsignedString(length) + " bytes (at most " + max + ")");
+        }
+        return length;
+    }
+
+    /** Whether the whole frame of {@code length} is readable. */
+    static boolean whole(ByteBuf in, int length) {
+        return in.readableBytes() >= LENGTH_FIELD + length;
+    }
+
+    static void writeHello(ByteBuf out, byte[] nonce, byte[] entity) {
+        out.writeIntLE(1 + 4 + 1 + NONCE_BYTES + 1 + entity.length).writeByte(HELLO).writeIntLE(MAGIC).writeByte(VERSION)
+            .writeBytes(nonce).writeByte(entity.length).writeBytes(entity);
+    }
+
+    static void writeChallenge(ByteBuf out, byte[] nonce, byte[] entity) {
+        out.writeIntLE(1 + NONCE_BYTES + 1 + entity.length).writeByte(CHALLENGE).writeBytes(nonce)
+            .writeByte(entity.length).writeBytes(entity);
+    }
+
+    static void writeMac(ByteBuf out, int type, byte[] mac) {
+        out.writeIntLE(1 + MAC_BYTES).writeByte(type).writeBytes(mac);
+    }
+
+    /** A handshake frame's parts: the peer's nonce and entity (HELLO, CHALLENGE) or its MAC. */
+    record Greeting(byte[] nonce, String entity) {
+    }
+
+    /**
+     * Reads a whole HELLO ({@code hello} true) or CHALLENGE frame of {@code length}.
+     *
+     * @throws Violation when it is another frame, or any field is wrong
+     */
+    static Greeting readGreeting(ByteBuf in, int length, boolean hello) {
+        int fixed = 1 + (hello ? 5 : 0) + NONCE_BYTES + 1;
+        if (length < fixed + 1) {
+            throw new Violation("a handshake frame of " + length + " bytes");
+        }
+        in.skipBytes(LENGTH_FIELD);
+        int type = in.readUnsignedByte();
+        if (type != (hello ? HELLO : CHALLENGE)) {
+            throw new Violation("frame type " + type + " where " + (hello ? "HELLO" : "CHALLENGE") + " was due");
+        }
+        if (hello && (in.readIntLE() != MAGIC | in.readUnsignedByte() != VERSION)) {
+            throw new Violation("not this protocol, or another version of it");
+        }
+        byte[] nonce = new byte[NONCE_BYTES];
+        in.readBytes(nonce);
+        int n = in.readUnsignedByte();
+        if (n != length - fixed) {
+            throw new Violation("an entity name of " + n + " bytes in a frame with room for " + (length - fixed));
+        }
+        String entity = ascii(in, n);
+        if (entity == null || !ShmNames.isEntity(entity)) {
+            throw new Violation("an entity name that is not one (letters, digits, '_', '-', '.'; 1 to 64)");
+        }
+        return new Greeting(nonce, entity);
+    }
+
+    /** Reads a whole PROOF or WELCOME frame's MAC. */
+    static byte[] readMac(ByteBuf in, int length, int type) {
+        if (length != 1 + MAC_BYTES) {
+            throw new Violation("a proof frame of " + length + " bytes");
+        }
+        in.skipBytes(LENGTH_FIELD);
+        if (in.readUnsignedByte() != type) {
+            throw new Violation("another frame where a proof was due");
+        }
+        byte[] mac = new byte[MAC_BYTES];
+        in.readBytes(mac);
+        return mac;
+    }
+
+    static void writeTensor(ByteBuf out, long msb, long lsb, long nbytes, int crc, DType dtype, long[] shape,
+                            byte[] requestId) {
+        out.writeIntLE(TENSOR_FIXED + 8 * shape.length + requestId.length).writeByte(TENSOR).writeLongLE(msb)
+            .writeLongLE(lsb).writeLongLE(nbytes).writeIntLE(crc).writeByte(dtype.code()).writeByte(shape.length)
+            .writeShortLE(requestId.length);
         for (long dim : shape) {
-            b.putLong(at, dim, ORDER);
-            at += Long.BYTES;
+            out.writeLongLE(dim);
         }
-        String[] names = {from, to, requestId, replyTo};
-        for (int i = 0; i < names.length; i++) {
-            byte[] bytes = names[i].getBytes(StandardCharsets.UTF_8);
-            b.putShort(START_LENGTHS + 2 * i, (short) bytes.length, ORDER);
-            b.putBytes(at, bytes);
-            at += bytes.length;
-        }
-        return at;
+        out.writeBytes(requestId);
     }
 
-    /** Reads a START message; throws {@link IllegalArgumentException} naming what does not fit. */
-    static Start readStart(DirectBuffer b, int offset, int length) {
-        int rank = b.getByte(offset + RANK) & 0xff;
-        DType dtype = DType.ofCode(b.getByte(offset + DTYPE) & 0xff);
+    /**
+     * Reads a whole TENSOR frame of {@code length}, each field checked as the local codec checks a descriptor:
+     * rank and request id within the codec's limits, the frame exactly as long as they say, a known dtype,
+     * no negative dimension, nbytes equal to the shape's size, the request id valid UTF-8.
+     *
+     * @throws Violation naming the first field that fails
+     */
+    static TensorHeader readTensor(ByteBuf in, int length) {
+        if (length < TENSOR_FIXED) {
+            throw new Violation("a TENSOR frame of " + length + " bytes, shorter than its fixed " + TENSOR_FIXED);
+        }
+        in.skipBytes(LENGTH_FIELD + 1);
+        long msb = in.readLongLE();
+        long lsb = in.readLongLE();
+        long nbytes = in.readLongLE();
+        int crc = in.readIntLE();
+        int code = in.readUnsignedByte();
+        int rank = in.readUnsignedByte();
+        int idLength = in.readUnsignedShortLE();
+        if (rank > DescriptorCodec.MAX_RANK || idLength > DescriptorCodec.MAX_REQUEST_ID_BYTES) {
+            throw new Violation("rank " + rank + " or a request id of " + idLength + " bytes (limits "
+                + DescriptorCodec.MAX_RANK + ", " + DescriptorCodec.MAX_REQUEST_ID_BYTES + ")");
+        }
+        if (length != TENSOR_FIXED + 8 * rank + idLength) {
+            throw new Violation("a TENSOR frame of " + length + " bytes for rank " + rank + " and an id of " + idLength);
+        }
+        DType dtype = DType.ofCode(code);
         if (dtype == null) {
-            throw new IllegalArgumentException("unknown dtype code " + (b.getByte(offset + DTYPE) & 0xff));
+            throw new Violation("unknown dtype code " + code);
         }
         long[] shape = new long[rank];
-        int at = offset + START_SHAPE;
         for (int i = 0; i < rank; i++) {
-            shape[i] = b.getLong(at, ORDER);
-            at += Long.BYTES;
+            shape[i] = in.readLongLE();
         }
-        String[] names = new String[4];
-        for (int i = 0; i < names.length; i++) {
-            int n = b.getShort(offset + START_LENGTHS + 2 * i, ORDER) & 0xffff;
-            if (at + n > offset + length) {
-                throw new IllegalArgumentException("START message shorter than its names: " + length + " bytes");
+        long size;
+        try {
+            size = Tensor.byteSize(dtype, shape);
+        } catch (ArithmeticException | IllegalArgumentException e) {
+            throw new Violation("shape " + Arrays.toString(shape) + ": " + e.getMessage());
+        }
+        if (size != nbytes) {
+            throw new Violation("nbytes " + nbytes + " where dtype " + dtype + " and shape " + Arrays.toString(shape)
+                + " make " + size);
+        }
+        String requestId = utf8(in, idLength);
+        if (requestId == null) {
+            throw new Violation("a request id that is not UTF-8");
+        }
+        return new TensorHeader(msb, lsb, nbytes, crc, dtype, shape, requestId);
+    }
+
+    static void writeLanded(ByteBuf out, long msb, long lsb) {
+        out.writeIntLE(UUID_FRAME).writeByte(LANDED).writeLongLE(msb).writeLongLE(lsb);
+    }
+
+    static void writeRefused(ByteBuf out, long msb, long lsb, Refusal reason) {
+        out.writeIntLE(UUID_FRAME + 1).writeByte(REFUSED).writeLongLE(msb).writeLongLE(lsb).writeByte(reason.code());
+    }
+
+    private static String ascii(ByteBuf in, int n) {
+        byte[] bytes = new byte[n];
+        in.readBytes(bytes);
+        for (byte b : bytes) {
+            if (b < 0x20) { // negative too: not ASCII
+                return null;
             }
-            names[i] = b.getStringWithoutLengthUtf8(at, n);
-            at += n;
         }
-        return new Start(msb(b, offset), lsb(b, offset), b.getLong(offset + NBYTES, ORDER), dtype, shape, names[0],
-            names[1], names[2], names[3]);
+        return new String(bytes, StandardCharsets.US_ASCII);
     }
 
-    static void writeDataHeader(MutableDirectBuffer b, long msb, long lsb, long offset) {
-        b.putInt(TYPE, DATA, ORDER);
-        putUuid(b, msb, lsb);
-        b.putLong(DATA_OFFSET, offset, ORDER);
-    }
-
-    static void writeEnd(MutableDirectBuffer b, long msb, long lsb, long nbytes, int crc) {
-        b.putInt(TYPE, END, ORDER);
-        putUuid(b, msb, lsb);
-        b.putLong(NBYTES, nbytes, ORDER);
-        b.putInt(END_CRC, crc, ORDER);
-    }
-
-    static int writeLanded(MutableDirectBuffer b, long msb, long lsb, byte[] consumer) {
-        b.putInt(TYPE, LANDED, ORDER);
-        putUuid(b, msb, lsb);
-        b.putShort(LANDED_NAME_LENGTH, (short) consumer.length, ORDER);
-        b.putBytes(LANDED_NAME, consumer);
-        return LANDED_NAME + consumer.length;
-    }
-
-    static String landedConsumer(DirectBuffer b, int offset) {
-        return b.getStringWithoutLengthUtf8(offset + LANDED_NAME, b.getShort(offset + LANDED_NAME_LENGTH, ORDER) & 0xffff);
-    }
-
-    static int type(DirectBuffer b, int offset) {
-        return b.getInt(offset + TYPE, ORDER);
-    }
-
-    static long msb(DirectBuffer b, int offset) {
-        return b.getLong(offset + UUID_MSB, ORDER);
-    }
-
-    static long lsb(DirectBuffer b, int offset) {
-        return b.getLong(offset + UUID_LSB, ORDER);
-    }
-
-    private static void putUuid(MutableDirectBuffer b, long msb, long lsb) {
-        b.putLong(UUID_MSB, msb, ORDER);
-        b.putLong(UUID_LSB, lsb, ORDER);
+    private static String utf8(ByteBuf in, int n) {
+        byte[] bytes = new byte[n];
+        in.readBytes(bytes);
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();
+        } catch (CharacterCodingException e) {
+            return null;
+        }
     }
 }

@@ -21,7 +21,7 @@ import java.util.UUID;
 /**
  * This process's mailbox when it takes part in the cross-node path: entities that
  * {@code MSTAR_REMOTE_ENTITIES} places on other nodes are reached through the {@link RemoteLink}, every
- * other one through the shared-memory mailbox. Sends to a remote entity go over Aeron UDP; tensors and
+ * other one through the shared-memory mailbox. Sends to a remote entity go over authenticated TCP; tensors and
  * confirmations from other nodes come out of {@link #poll} after the ring's messages; ACKs to a producer
  * whose tensors came over the network free the slots they landed in here.
  */
@@ -146,6 +146,11 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
     @Override
     public Records records() {
         return this;
+    }
+
+    /** Where refusals of tensors sent from here by a remote node are told (the endpoint reports them). */
+    public void onRefused(RemoteLink.RefusalListener listener) {
+        remote.onRefused(listener);
     }
 
     /** The cross-node path's counters. */

@@ -4,8 +4,8 @@ import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.TransportConfig;
 
 import java.io.IOException;
-import java.net.DatagramSocket;
 import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -16,20 +16,22 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Two "nodes" on this machine for the cross-node path: each its own shared-memory directory (neither sees
- * the other's files) and its own UDP endpoint on 127.0.0.1; the producer entity lives on node A, the consumer
- * on node B. {@link #close()} fails when either directory still holds a file, then removes both.
+ * the other's files) and its own TCP endpoint on 127.0.0.1, one secret; the producer entity lives on node A,
+ * the consumer on node B. {@link #close()} fails when either directory still holds a file, then removes both.
  */
 public final class TwoNodes implements AutoCloseable {
     public final Path dirA;
     public final Path dirB;
     public final String endpointA;
     public final String endpointB;
+    /** The deployment's secret both nodes hold ({@code MSTAR_REMOTE_SECRET}). */
+    public static final String SECRET = "two-nodes-test-secret-0123456789";
     private final String entities;
 
     public TwoNodes(String producer, String consumer) throws IOException {
         dirA = Files.createTempDirectory(ShmTestDir.SHM, "mstar-nodeA-");
         dirB = Files.createTempDirectory(ShmTestDir.SHM, "mstar-nodeB-");
-        int[] ports = freeUdpPorts();
+        int[] ports = freePorts();
         endpointA = "127.0.0.1:" + ports[0];
         endpointB = "127.0.0.1:" + ports[1];
         entities = producer + "=" + endpointA + "," + consumer + "=" + endpointB;
@@ -43,7 +45,7 @@ public final class TwoNodes implements AutoCloseable {
             TransportConfig.SEGMENT_MB, "64",
             RemoteConfig.LISTEN, nodeA ? endpointA : endpointB,
             RemoteConfig.ENTITIES, entities,
-            RemoteConfig.MTU, "8192"));
+            RemoteConfig.SECRET, SECRET));
         for (int i = 0; i < extra.length; i += 2) {
             env.put(extra[i], extra[i + 1]);
         }
@@ -54,10 +56,10 @@ public final class TwoNodes implements AutoCloseable {
         return TransportConfig.from(env(nodeA, extra)::get);
     }
 
-    // Two ports nobody bound a moment ago (the kernel's choice), distinct.
-    private static int[] freeUdpPorts() throws IOException {
-        try (DatagramSocket a = new DatagramSocket(0, InetAddress.getLoopbackAddress());
-             DatagramSocket b = new DatagramSocket(0, InetAddress.getLoopbackAddress())) {
+    /** Two TCP ports nobody bound a moment ago (the kernel's choice), distinct. */
+    public static int[] freePorts() throws IOException {
+        try (ServerSocket a = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+             ServerSocket b = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             return new int[] {a.getLocalPort(), b.getLocalPort()};
         }
     }

@@ -16,8 +16,8 @@ import org.agrona.concurrent.IdleStrategy;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.DatagramSocket;
 import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -32,8 +32,9 @@ import java.util.Map;
  * {@code arena-send} (the producer fills its own buffer, {@code post} copies it into a slot),
  * {@code arena-claim} (the producer fills the claimed slot, then posts it) and {@code file} (the file
  * transport); {@code remote} is {@code arena-claim} across two "nodes": each JVM has a shared-memory directory
- * of its own and the tensors cross on the cross-node path (Aeron UDP on 127.0.0.1, MTU
- * {@code -Dxbench.remoteMtu}, default 8192). A zero-byte tensor ends the run.
+ * of its own and the tensors cross on the cross-node path (authenticated TCP on 127.0.0.1; TLS 1.3 too with
+ * {@code -Dxbench.tlsDir} naming a directory with {@code node.p12} and {@code trust.p12}). A zero-byte tensor
+ * ends the run.
  */
 final class ArenaPeer {
     private static final String ENDPOINT = "mstar-xbench";
@@ -48,8 +49,8 @@ final class ArenaPeer {
         if (peer.equals("remote")) {
             Path ports = Path.of(dir, "ports"); // chosen by the consumer, which starts first
             if (!Files.exists(ports)) {
-                try (DatagramSocket a = new DatagramSocket(0, InetAddress.getLoopbackAddress());
-                     DatagramSocket b = new DatagramSocket(0, InetAddress.getLoopbackAddress())) {
+                try (ServerSocket a = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                     ServerSocket b = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
                     Files.writeString(ports, a.getLocalPort() + " " + b.getLocalPort());
                 }
             }
@@ -59,7 +60,13 @@ final class ArenaPeer {
             env.put(TransportConfig.SHM_DIR, Files.createDirectories(Path.of(dir, entity)).toString());
             env.put(RemoteConfig.LISTEN, entity.equals("consumer") ? consumer : producer);
             env.put(RemoteConfig.ENTITIES, "consumer=" + consumer + ",producer=" + producer);
-            env.put(RemoteConfig.MTU, System.getProperty("xbench.remoteMtu", "8192"));
+            env.put(RemoteConfig.SECRET, "xbench-deployment-secret");
+            if (!System.getProperty("xbench.tlsDir", "").isEmpty()) { // TLS 1.3 with the stores made there
+                String tls = System.getProperty("xbench.tlsDir");
+                env.put(RemoteConfig.TLS_KEYSTORE, tls + "/node.p12");
+                env.put(RemoteConfig.TLS_TRUSTSTORE, tls + "/trust.p12");
+                env.put(RemoteConfig.TLS_PASSWORD, "xbench-pass");
+            }
         }
         return Deployment.of(TransportConfig.from(env::get), ENDPOINT, entity);
     }

@@ -1,0 +1,354 @@
+package io.mstar.transport.remote;
+
+import io.mstar.transport.TensorClaim;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.exceptions.CapacityException;
+import io.mstar.transport.remote.RemoteProtocol.Refusal;
+import io.mstar.transport.remote.RemoteProtocol.TensorHeader;
+import io.mstar.transport.remote.RemoteProtocol.Violation;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.concurrent.ScheduledFuture;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+import java.util.zip.CRC32C;
+
+/**
+ * One connection another node opened to this process, on the event loop. First the handshake: the peer names
+ * an entity the map places at its address and proves it holds the secret ({@link Handshake}); nothing else
+ * is read before. Then tensors: each TENSOR header is checked ({@link RemoteProtocol#readTensor}), admitted
+ * against the sender's budget ({@link SenderBudget}), given a slot of this node's arena, and its bytes are
+ * copied from the socket's buffers straight into the slot, checksummed as they land. A whole tensor goes to
+ * the local consumer and its LANDED goes back on this connection. While the budget or the arena says wait,
+ * the connection stops reading (TCP's window holds the sender); a tensor whose bytes stop coming for the
+ * timeout is aborted and the connection closed; a frame that breaks the protocol closes it.
+ */
+final class InboundConnection extends ChannelInboundHandlerAdapter {
+    private enum State { HELLO, PROOF, HEADER, BODY, SKIP }
+
+    private static final int HELLO_MAX = 1 + 5 + RemoteProtocol.NONCE_BYTES + 1 + 64;
+
+    private final RemoteLink link;
+    private final long openedAt = System.nanoTime();
+    private ChannelHandlerContext ctx;
+    private CompositeByteBuf in;
+    private ScheduledFuture<?> checks;
+    private boolean inHandshake; // counted by the link among the handshakes
+    private State state = State.HELLO;
+    private InetAddress address;
+    private String peer; // the entity, once it named itself
+    private byte[] clientNonce;
+    private byte[] serverNonce;
+    private SenderBudget budget; // once authenticated
+    private boolean paused; // waiting for the budget or the arena; not the peer's doing
+    private long pausedSince;
+    private TensorHeader header; // the tensor being admitted or landed
+    private TensorClaim claim;
+    private long base; // the claim's address
+    private final CRC32C crc = new CRC32C();
+    private long position; // bytes of the tensor landed (or skipped)
+    private long lastProgress;
+
+    InboundConnection(RemoteLink link) {
+        this.link = link;
+    }
+
+    /** The entity on the other end, or the address before it named itself. */
+    String peer() {
+        return peer != null ? peer : String.valueOf(address);
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        this.in = ctx.alloc().compositeBuffer(64);
+        this.address = ((InetSocketAddress) ctx.channel().remoteAddress()).getAddress();
+        inHandshake = link.openConnection(address);
+        if (!inHandshake) {
+            ctx.close();
+            return;
+        }
+        long period = Math.max(10, Math.min(1000, link.timeoutNs() / 4_000_000));
+        checks = ctx.executor().scheduleAtFixedRate(this::check, period, period, TimeUnit.MILLISECONDS);
+        ctx.fireChannelActive();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (in == null) {
+            ((ByteBuf) msg).release();
+            return;
+        }
+        in.addComponent(true, (ByteBuf) msg);
+        process();
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        ctx.flush(); // the LANDED frames of this read, together
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        link.connectionFailed(address, peer, cause.toString());
+        ctx.close();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (checks != null) {
+            checks.cancel(false);
+        }
+        if (claim != null) {
+            abort("its connection closed after " + position + " of " + header.nbytes() + " bytes");
+        } else if (header != null && budget != null) {
+            budget.release(header.nbytes());
+            header = null;
+        }
+        if (budget != null) {
+            budget.forget(this);
+        }
+        if (in != null) {
+            in.release();
+            in = null;
+        }
+        link.connectionClosed(address, peer, inHandshake, budget != null);
+    }
+
+    private void process() {
+        try {
+            while (!paused && in != null && in.isReadable() && step()) {
+                // each step consumes a frame or bytes of a tensor
+            }
+            if (in != null) {
+                in.discardReadComponents();
+            }
+        } catch (Violation v) {
+            link.violation(address, peer, budget != null, v.getMessage());
+            if (in != null) {
+                in.skipBytes(in.readableBytes());
+            }
+            ctx.close();
+        }
+    }
+
+    // One frame or a run of bytes; false when what is readable is not enough.
+    private boolean step() {
+        switch (state) {
+            case HELLO -> {
+                int length = RemoteProtocol.frameLength(in, HELLO_MAX);
+                if (length < 0 || !RemoteProtocol.whole(in, length)) {
+                    return false;
+                }
+                RemoteProtocol.Greeting hello = RemoteProtocol.readGreeting(in, length, true);
+                if (!link.placedAt(hello.entity(), address)) {
+                    throw new Violation("entity=" + hello.entity() + " is not placed at " + address.getHostAddress()
+                        + " by the map");
+                }
+                peer = hello.entity();
+                clientNonce = hello.nonce();
+                serverNonce = Handshake.nonce();
+                ByteBuf out = ctx.alloc().buffer(HELLO_MAX);
+                RemoteProtocol.writeChallenge(out, serverNonce, link.entityAscii());
+                ctx.writeAndFlush(out);
+                state = State.PROOF;
+            }
+            case PROOF -> {
+                int length = RemoteProtocol.frameLength(in, 1 + RemoteProtocol.MAC_BYTES);
+                if (length < 0 || !RemoteProtocol.whole(in, length)) {
+                    return false;
+                }
+                byte[] proof = RemoteProtocol.readMac(in, length, RemoteProtocol.PROOF);
+                Handshake handshake = link.handshake();
+                if (!Handshake.matches(handshake.proof(true, clientNonce, serverNonce, peer, link.entity()), proof)) {
+                    throw new Violation("its proof does not match: it does not hold this deployment's secret");
+                }
+                inHandshake = false;
+                budget = link.authenticated(address, peer);
+                if (budget == null) {
+                    throw new Violation("entity=" + peer + " has " + RemoteLink.MAX_CONNECTIONS_PER_SENDER
+                        + " connections open already");
+                }
+                ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + 1 + RemoteProtocol.MAC_BYTES);
+                RemoteProtocol.writeMac(out, RemoteProtocol.WELCOME,
+                    handshake.proof(false, clientNonce, serverNonce, peer, link.entity()));
+                ctx.writeAndFlush(out);
+                state = State.HEADER;
+            }
+            case HEADER -> {
+                int length = RemoteProtocol.frameLength(in, RemoteProtocol.MAX_FRAME);
+                if (length < 0 || !RemoteProtocol.whole(in, length)) {
+                    return false;
+                }
+                int type = in.getUnsignedByte(in.readerIndex() + RemoteProtocol.LENGTH_FIELD);
+                if (type != RemoteProtocol.TENSOR) {
+                    throw new Violation("frame type " + type + " where a TENSOR was due");
+                }
+                header = RemoteProtocol.readTensor(in, length);
+                position = 0;
+                lastProgress = System.nanoTime();
+                admit();
+            }
+            case BODY -> land();
+            case SKIP -> {
+                int n = (int) Math.min(in.readableBytes(), header.nbytes() - position);
+                in.skipBytes(n);
+                position += n;
+                lastProgress = System.nanoTime();
+                if (position == header.nbytes()) {
+                    header = null;
+                    state = State.HEADER;
+                }
+            }
+        }
+        return true;
+    }
+
+    // The tensor's bytes may come once the sender's budget and the arena have room; until then, no reading.
+    private void admit() {
+        if (!budget.take(header.nbytes(), this)) {
+            pause();
+            return;
+        }
+        try {
+            claim = link.claim(header);
+        } catch (CapacityException e) { // strict mode, arena full: wait as a local producer would
+            if (System.nanoTime() - (paused ? pausedSince : System.nanoTime()) < link.strictWaitNs()) {
+                budget.release(header.nbytes());
+                pause();
+                ctx.executor().schedule(this::resume, 1, TimeUnit.MILLISECONDS);
+                return;
+            }
+            refuse(Refusal.NO_ROOM);
+            return;
+        } catch (RuntimeException e) {
+            link.landingFailed(peer, header, e);
+            refuse(Refusal.NO_ROOM);
+            return;
+        }
+        paused = false;
+        if (!claim.memory().isNative()) { // a landing is always mapped; never write through a heap offset
+            claim.abort();
+            claim = null;
+            refuse(Refusal.NO_ROOM);
+            return;
+        }
+        base = claim.memory().address();
+        crc.reset();
+        state = State.BODY;
+        if (header.nbytes() == 0) {
+            finish();
+        }
+    }
+
+    private void refuse(Refusal reason) {
+        budget.release(header.nbytes());
+        paused = false;
+        ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME + 1);
+        RemoteProtocol.writeRefused(out, header.msb(), header.lsb(), reason);
+        ctx.write(out);
+        link.refusedHere(peer, header, reason);
+        state = State.SKIP; // its bytes follow all the same
+        if (header.nbytes() == 0) {
+            header = null;
+            state = State.HEADER;
+        }
+    }
+
+    private void land() {
+        int n = (int) Math.min(in.readableBytes(), header.nbytes() - position);
+        // An address, not the claim's scope: the slot lives until publish or abort, both on this thread.
+        ByteBuffer to = MemorySegment.ofAddress(base + position).reinterpret(n).asByteBuffer();
+        in.readBytes(to);
+        crc.update(to.flip()); // while the bytes are in cache
+        position += n;
+        lastProgress = System.nanoTime();
+        if (position == header.nbytes()) {
+            finish();
+        }
+    }
+
+    private void finish() {
+        if ((int) crc.getValue() != header.crc()) {
+            claim.abort();
+            claim = null;
+            link.counters().aborted.incrementAndGet();
+            refuseLanded(Refusal.CORRUPTED);
+            return;
+        }
+        TensorDescriptor descriptor = claim.publish();
+        claim = null;
+        ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME);
+        RemoteProtocol.writeLanded(out, header.msb(), header.lsb());
+        ctx.write(out); // flushed with the read
+        link.landed(peer, budget, header, descriptor);
+        header = null;
+        state = State.HEADER;
+    }
+
+    private void refuseLanded(Refusal reason) {
+        budget.release(header.nbytes());
+        ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME + 1);
+        RemoteProtocol.writeRefused(out, header.msb(), header.lsb(), reason);
+        ctx.write(out);
+        link.refusedHere(peer, header, reason);
+        header = null;
+        state = State.HEADER;
+    }
+
+    private void pause() {
+        if (!paused) {
+            paused = true;
+            pausedSince = System.nanoTime();
+            ctx.channel().config().setAutoRead(false);
+        }
+    }
+
+    /** Room may have come: try the waiting tensor again, and read on. On the event loop. */
+    void resume() {
+        if (!paused || in == null) {
+            return;
+        }
+        admit();
+        if (!paused) {
+            ctx.channel().config().setAutoRead(true);
+            process();
+            ctx.flush();
+        }
+    }
+
+    /** As {@link #resume}, from any thread. */
+    void resumeLater() {
+        if (ctx != null) {
+            ctx.executor().execute(this::resume);
+        }
+    }
+
+    // Timers: a handshake that does not finish, bytes that stop in the middle of a tensor.
+    private void check() {
+        long now = System.nanoTime();
+        if (budget == null && now - openedAt > link.handshakeTimeoutNs()) {
+            link.violation(address, peer, false, "no handshake within " + link.handshakeTimeoutNs() / 1_000_000 + " ms");
+            ctx.close();
+        } else if ((state == State.BODY || state == State.SKIP) && !paused && now - lastProgress > link.timeoutNs()) {
+            link.violation(address, peer, true, "a tensor's bytes stopped after " + position + " of "
+                + header.nbytes() + " for the timeout");
+            ctx.close(); // channelInactive aborts the claim
+        }
+    }
+
+    private void abort(String why) {
+        claim.abort();
+        claim = null;
+        budget.release(header.nbytes());
+        link.counters().aborted.incrementAndGet();
+        link.abortedHere(peer, header, why);
+        header = null;
+    }
+}

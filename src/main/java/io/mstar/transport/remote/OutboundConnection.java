@@ -1,0 +1,246 @@
+package io.mstar.transport.remote;
+
+import io.mstar.transport.ReceivedTensor;
+import io.mstar.transport.RemoteConfig;
+import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.exceptions.PeerUnavailableException;
+import io.mstar.transport.remote.RemoteProtocol.Violation;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.zip.CRC32C;
+
+/**
+ * This process's connection to one entity on another node. It proves itself and checks the other side's proof
+ * ({@link Handshake}) before any tensor goes; then each tensor is a TENSOR header and the bytes of its slot,
+ * written by the socket straight from the mapped slot (no copy here), and the LANDED and REFUSED frames that
+ * come back are handed to the link. Sending threads wait while the connection's queue is over its high
+ * water mark (the receiver's TCP window is full), up to the timeout.
+ */
+final class OutboundConnection extends ChannelInboundHandlerAdapter {
+    private enum State { CHALLENGE, WELCOME, READY }
+
+    /** Larger tensors are written (and checksummed) as several buffers: a ByteBuffer holds at most 2 GiB. */
+    private static final long PIECE = 1L << 30;
+
+    final String entity;
+    private final RemoteLink link;
+    private final CompletableFuture<Void> ready = new CompletableFuture<>();
+    private final byte[] nonce = Handshake.nonce();
+    private byte[] serverNonce;
+    private final Object writable = new Object();
+    private volatile Channel channel;
+    private CompositeByteBuf in;
+    private State state = State.CHALLENGE;
+
+    OutboundConnection(RemoteLink link, String entity) {
+        this.link = link;
+        this.entity = entity;
+    }
+
+    /** The connection could not be made. */
+    void failed(Throwable cause) {
+        ready.completeExceptionally(cause);
+    }
+
+    /** Waits until the handshake is done; false when it failed or the deadline passed (the reason is logged). */
+    boolean awaitReady(long deadlineNs) throws InterruptedException {
+        try {
+            ready.get(Math.max(0, deadlineNs - System.nanoTime()), TimeUnit.NANOSECONDS);
+            return true;
+        } catch (ExecutionException | TimeoutException e) {
+            return false;
+        }
+    }
+
+    /** Why the connection is not ready, for errors. */
+    String whyNotReady() {
+        if (!ready.isDone()) {
+            return "no handshake within the timeout";
+        }
+        try {
+            ready.join();
+            return "ready";
+        } catch (RuntimeException e) {
+            return e.getCause() == null ? e.toString() : e.getCause().getMessage();
+        }
+    }
+
+    boolean isClosed() {
+        Channel c = channel;
+        return ready.isCompletedExceptionally() || (c != null && !c.isActive() && ready.isDone());
+    }
+
+    boolean isReady() {
+        Channel c = channel;
+        return ready.isDone() && !ready.isCompletedExceptionally() && c != null && c.isActive();
+    }
+
+    /**
+     * Writes one tensor: its header and its bytes, read in place from {@code view}, which is closed once
+     * the socket took them.
+     *
+     * @throws PeerUnavailableException when the connection's queue stays full for the timeout
+     */
+    void write(TensorDescriptor d, ReceivedTensor view, long deadlineNs) throws InterruptedException {
+        Channel c = channel;
+        MemorySegment data = view.data();
+        CompositeByteBuf message = Unpooled.compositeBuffer(2 + (int) (d.nbytes() / PIECE));
+        CRC32C crc = new CRC32C();
+        for (long at = 0; at < d.nbytes(); at += PIECE) {
+            long n = Math.min(PIECE, d.nbytes() - at);
+            ByteBuffer piece = data.isNative()
+                // An address, not the view's scope: the socket reads it on its own thread; the view stays open.
+                ? MemorySegment.ofAddress(data.address() + at).reinterpret(n).asByteBuffer()
+                : ByteBuffer.wrap(data.asSlice(at, n).toArray(ValueLayout.JAVA_BYTE));
+            crc.update(piece.duplicate());
+            message.addComponent(true, Unpooled.wrappedBuffer(piece));
+        }
+        ByteBuf header = c.alloc().buffer(RemoteProtocol.MAX_FRAME + RemoteProtocol.LENGTH_FIELD);
+        RemoteProtocol.writeTensor(header, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(),
+            d.nbytes(), (int) crc.getValue(), d.dtype(), d.shape(), d.requestId().getBytes(StandardCharsets.UTF_8));
+        message.addComponent(true, 0, header);
+        try {
+            awaitWritable(c, deadlineNs);
+        } catch (RuntimeException | InterruptedException e) {
+            message.release();
+            throw e;
+        }
+        c.writeAndFlush(message).addListener(f -> view.close());
+    }
+
+    private void awaitWritable(Channel c, long deadlineNs) throws InterruptedException {
+        synchronized (writable) {
+            while (!c.isWritable() && c.isActive()) {
+                long left = deadlineNs - System.nanoTime();
+                if (left <= 0) {
+                    throw new PeerUnavailableException(entity, "entity=" + entity + " took no data for the timeout"
+                        + " (its connection stayed full: it does not keep up, or the network is down)");
+                }
+                TimeUnit.NANOSECONDS.timedWait(writable, Math.min(left, 10_000_000L));
+            }
+        }
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        channel = ctx.channel();
+        in = ctx.alloc().compositeBuffer(64);
+        ByteBuf hello = ctx.alloc().buffer(128);
+        RemoteProtocol.writeHello(hello, nonce, link.entityAscii());
+        ctx.writeAndFlush(hello);
+        ctx.fireChannelActive();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (in == null) {
+            ((ByteBuf) msg).release();
+            return;
+        }
+        in.addComponent(true, (ByteBuf) msg);
+        try {
+            while (in.isReadable() && step(ctx)) {
+                // one frame each
+            }
+            in.discardReadComponents();
+        } catch (Violation v) {
+            link.violation(null, entity, ready.isDone(), v.getMessage());
+            ready.completeExceptionally(new IllegalStateException("entity=" + entity + " broke the protocol: "
+                + v.getMessage()));
+            in.skipBytes(in.readableBytes());
+            ctx.close();
+        }
+    }
+
+    private boolean step(ChannelHandlerContext ctx) {
+        int length = RemoteProtocol.frameLength(in, state == State.READY ? RemoteProtocol.UUID_FRAME + 1
+            : 1 + RemoteProtocol.NONCE_BYTES + 1 + 64);
+        if (length < 0 || !RemoteProtocol.whole(in, length)) {
+            return false;
+        }
+        switch (state) {
+            case CHALLENGE -> {
+                RemoteProtocol.Greeting challenge = RemoteProtocol.readGreeting(in, length, false);
+                if (!challenge.entity().equals(entity)) {
+                    throw new Violation("entity=" + challenge.entity() + " answered where entity=" + entity
+                        + " was expected: check " + RemoteConfig.ENTITIES);
+                }
+                Handshake handshake = link.handshake();
+                this.serverNonce = challenge.nonce();
+                ByteBuf proof = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + 1 + RemoteProtocol.MAC_BYTES);
+                RemoteProtocol.writeMac(proof, RemoteProtocol.PROOF,
+                    handshake.proof(true, nonce, serverNonce, link.entity(), entity));
+                ctx.writeAndFlush(proof);
+                state = State.WELCOME;
+            }
+            case WELCOME -> {
+                byte[] mac = RemoteProtocol.readMac(in, length, RemoteProtocol.WELCOME);
+                if (!Handshake.matches(link.handshake().proof(false, nonce, serverNonce, link.entity(), entity), mac)) {
+                    throw new Violation("its proof does not match: it does not hold this deployment's secret");
+                }
+                state = State.READY;
+                ready.complete(null);
+            }
+            case READY -> {
+                int type = in.getUnsignedByte(in.readerIndex() + RemoteProtocol.LENGTH_FIELD);
+                boolean landed = type == RemoteProtocol.LANDED && length == RemoteProtocol.UUID_FRAME;
+                if (!landed && !(type == RemoteProtocol.REFUSED && length == RemoteProtocol.UUID_FRAME + 1)) {
+                    throw new Violation("frame type " + type + " of " + length + " bytes where LANDED or REFUSED was due");
+                }
+                in.skipBytes(RemoteProtocol.LENGTH_FIELD + 1);
+                long msb = in.readLongLE();
+                long lsb = in.readLongLE();
+                if (landed) {
+                    link.confirmed(entity, msb, lsb);
+                } else {
+                    RemoteProtocol.Refusal reason = RemoteProtocol.Refusal.of(in.readUnsignedByte());
+                    if (reason == null) {
+                        throw new Violation("an unknown refusal reason");
+                    }
+                    link.refusedThere(entity, msb, lsb, reason);
+                }
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        synchronized (writable) {
+            writable.notifyAll();
+        }
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        ready.completeExceptionally(cause);
+        ctx.close();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        ready.completeExceptionally(new IllegalStateException("entity=" + entity + " closed the connection during"
+            + " the handshake: does it hold the same secret, and does its map place this entity at this address?"));
+        synchronized (writable) {
+            writable.notifyAll();
+        }
+        if (in != null) {
+            in.release();
+            in = null;
+        }
+    }
+}
