@@ -11,6 +11,8 @@ import io.netty.buffer.CompositeByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.concurrent.ScheduledFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
@@ -32,6 +34,7 @@ import java.util.zip.CRC32C;
 final class InboundConnection extends ChannelInboundHandlerAdapter {
     private enum State { HELLO, PROOF, HEADER, BODY, SKIP }
 
+    private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
     private static final int HELLO_MAX = 1 + 5 + RemoteProtocol.NONCE_BYTES + 1 + 64;
 
     private final RemoteLink link;
@@ -69,7 +72,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         this.ctx = ctx;
         this.in = ctx.alloc().compositeBuffer(64);
         this.address = ((InetSocketAddress) ctx.channel().remoteAddress()).getAddress();
-        inHandshake = link.openConnection(address);
+        inHandshake = link.gate().open(address);
         if (!inHandshake) {
             ctx.close();
             return;
@@ -96,8 +99,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        link.connectionFailed(address, peer, cause.toString());
-        ctx.close();
+        ctx.close(); // a reset by a sender that died, mostly: what it had half sent is aborted on close
     }
 
     @Override
@@ -118,7 +120,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             in.release();
             in = null;
         }
-        link.connectionClosed(address, peer, inHandshake, budget != null);
+        link.gate().closed(address, peer, inHandshake, budget != null);
     }
 
     private void process() {
@@ -147,7 +149,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                     return false;
                 }
                 RemoteProtocol.Greeting hello = RemoteProtocol.readGreeting(in, length, true);
-                if (!link.placedAt(hello.entity(), address)) {
+                if (!link.gate().placedAt(hello.entity(), address)) {
                     throw new Violation("entity=" + hello.entity() + " is not placed at " + address.getHostAddress()
                         + " by the map");
                 }
@@ -172,7 +174,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                 inHandshake = false;
                 budget = link.authenticated(address, peer);
                 if (budget == null) {
-                    throw new Violation("entity=" + peer + " has " + RemoteLink.MAX_CONNECTIONS_PER_SENDER
+                    throw new Violation("entity=" + peer + " has " + ConnectionGate.MAX_CONNECTIONS_PER_SENDER
                         + " connections open already");
                 }
                 ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + 1 + RemoteProtocol.MAC_BYTES);
@@ -228,7 +230,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             refuse(Refusal.NO_ROOM);
             return;
         } catch (RuntimeException e) {
-            link.landingFailed(peer, header, e);
+            LOG.warn("no room for a tensor from entity={} ({} bytes): {}", peer, header.nbytes(), e.toString());
             refuse(Refusal.NO_ROOM);
             return;
         }
@@ -253,7 +255,9 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME + 1);
         RemoteProtocol.writeRefused(out, header.msb(), header.lsb(), reason);
         ctx.write(out);
-        link.refusedHere(peer, header, reason);
+        link.counters().refusedHere.incrementAndGet();
+        LOG.warn("tensor from entity={} requestId={} ({} bytes) refused: {}", peer, header.requestId(),
+            header.nbytes(), reason.text);
         state = State.SKIP; // its bytes follow all the same
         if (header.nbytes() == 0) {
             header = null;
@@ -297,7 +301,9 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME + 1);
         RemoteProtocol.writeRefused(out, header.msb(), header.lsb(), reason);
         ctx.write(out);
-        link.refusedHere(peer, header, reason);
+        link.counters().refusedHere.incrementAndGet();
+        LOG.warn("tensor from entity={} requestId={} ({} bytes) refused: {}", peer, header.requestId(),
+            header.nbytes(), reason.text);
         header = null;
         state = State.HEADER;
     }
@@ -348,7 +354,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         claim = null;
         budget.release(header.nbytes());
         link.counters().aborted.incrementAndGet();
-        link.abortedHere(peer, header, why);
+        LOG.warn("tensor from entity={} requestId={} aborted, not delivered: {}", peer, header.requestId(), why);
         header = null;
     }
 }

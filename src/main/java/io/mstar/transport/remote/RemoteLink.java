@@ -10,7 +10,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
-import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.TransportStats;
 import io.mstar.transport.exceptions.ConfigurationException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.CloseOnce;
@@ -20,25 +20,19 @@ import io.mstar.transport.remote.RemoteProtocol.TensorHeader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Queue;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * This process's end of the cross-node path, which the mailbox routes to for entities on other nodes
@@ -46,7 +40,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * ({@link OutboundConnection}), its bytes written from its slot; the receiving node's LANDED comes back as
  * the consumer's ACK, which frees the slot as soon as the remote node holds the bytes. A tensor not
  * confirmed within {@value RemoteConfig#TIMEOUT_S} marks its consumer's node gone for the tensors sent in the
- * same window ({@link #WINDOWS_PER_TIMEOUT} windows per timeout): the transport attached to the mailbox frees
+ * same window ({@link PendingTensors}): the transport attached to the mailbox frees
  * them and the endpoint reports each one; a tensor the receiver refused is reported at once.
  *
  * <p>Receiving: connections from the entities the map places elsewhere ({@link InboundConnection}); tensors
@@ -56,30 +50,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class RemoteLink implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
     private static final long CHECK_INTERVAL_MS = 100;
-    /** Sends are reported in windows of a fraction of the timeout: a timeout frees only its own window's. */
-    static final int WINDOWS_PER_TIMEOUT = 4;
-    /** Connections that have not finished their handshake, in all and from one address. */
-    static final int MAX_HANDSHAKES = 64;
-    static final int MAX_HANDSHAKES_PER_ADDRESS = 16;
-    static final int MAX_CONNECTIONS_PER_SENDER = 4;
     private static final long HANDSHAKE_TIMEOUT_MAX_NS = 5_000_000_000L;
-    private static final long REFUSAL_LOG_INTERVAL_NS = 60_000_000_000L;
 
     /** Told of each tensor sent from here that a remote node refused, on the link's thread. */
     public interface RefusalListener {
         void refused(String consumer, long msb, long lsb, String why);
-    }
-
-    /** A tensor or an ACK from another node, for the local mailbox's poll; {@code descriptor} null for an ACK. */
-    private record Inbound(String from, TensorDescriptor descriptor, long ackMsb, long ackLsb) {
-    }
-
-    /** One destination of a tensor sent and not yet confirmed: fan-out sends one per consumer. */
-    private record Sent(long msb, long lsb, String to) {
-    }
-
-    /** A tensor sent, with the key its consumer was reported under ({@code consumer@window}). */
-    private record Pending(String key, long sentAt) {
     }
 
     /** A tensor that landed here, until the local consumer's ACK. */
@@ -103,26 +78,17 @@ public final class RemoteLink implements AutoCloseable {
     private final long timeoutNs;
     private final long strictWaitNs;
     private final Handshake handshake;
-    private final Map<String, Set<InetAddress>> placements; // entity to the addresses its host resolves to
     private final InetSocketAddress localAddress; // connections leave from our own placement's host
     private final TcpCarrier carrier;
     private final TensorTransport arena; // lands other nodes' tensors; reads ours in place to send them
     private final RemoteCounters counters = new RemoteCounters();
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
-    private final Map<Sent, Pending> pending = new ConcurrentHashMap<>();
-    private final Map<String, Long> goneWindows = new ConcurrentHashMap<>(); // "consumer@window" -> window
+    private final PendingTensors pending;
     private final Set<String> senders = ConcurrentHashMap.newKeySet(); // entities whose tensors landed here
     private final Map<String, SenderBudget> budgets = new ConcurrentHashMap<>();
     private final Map<UUID, Landed> landed = new ConcurrentHashMap<>();
-    private final Queue<Inbound> inbound = new ConcurrentLinkedQueue<>();
-    private final MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]); // poller's
-    private int delivering; // records being handed to a listener now (more than one when it polls again)
-    // Event loop only:
-    private int handshakes;
-    private final Map<InetAddress, Integer> handshakesByAddress = new HashMap<>();
-    private final Map<String, Integer> connectionsBySender = new HashMap<>();
-    private final Map<String, Long> lastRefusalLog = new HashMap<>();
-    private final AtomicInteger openConnections = new AtomicInteger();
+    private final InboundQueue inbound;
+    private final ConnectionGate gate;
     private volatile RefusalListener refusals;
     private final CloseOnce closer = new CloseOnce();
 
@@ -135,7 +101,9 @@ public final class RemoteLink implements AutoCloseable {
         this.strictWaitNs = transport.spill() ? 0 : transport.fullTimeout().toNanos();
         byte[] secret = config.secret();
         this.handshake = new Handshake(secret == null ? new byte[0] : secret);
-        this.placements = placements;
+        this.gate = new ConnectionGate(placements, counters);
+        this.pending = new PendingTensors(timeoutNs, counters, config);
+        this.inbound = new InboundQueue(entity, counters);
         String own = config.endpointOf(entity);
         this.localAddress = own == null ? null : new InetSocketAddress(host(own), 0);
         this.arena = arena;
@@ -189,7 +157,7 @@ public final class RemoteLink implements AutoCloseable {
                 link.carrier.listen(new InetSocketAddress(host(config.listen()), port(config.listen())),
                     () -> new InboundConnection(self));
             }
-            link.carrier.group().scheduleAtFixedRate(link::expire, CHECK_INTERVAL_MS, CHECK_INTERVAL_MS,
+            link.carrier.group().scheduleAtFixedRate(link.pending::expire, CHECK_INTERVAL_MS, CHECK_INTERVAL_MS,
                 TimeUnit.MILLISECONDS);
             LOG.info("cross-node path up: entity={}, listen={}, remote entities={}, timeout={} s, {}, secret from {}",
                 link.entity, config.listen(), config.entities(), config.timeout().toMillis() / 1e3,
@@ -249,15 +217,16 @@ public final class RemoteLink implements AutoCloseable {
     public String send(String to, List<TensorDescriptor> descriptors) {
         Peer peer = peer(to);
         synchronized (peer) {
-            String key = to + "@" + Long.toHexString(window(System.nanoTime()));
+            String key = pending.keyOf(to);
             for (TensorDescriptor d : descriptors) {
                 if (closer.isClosed()) {
                     throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
                 }
                 long deadline = System.nanoTime() + timeoutNs;
                 OutboundConnection connection = connection(peer, deadline);
-                Sent sent = new Sent(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), to);
-                pending.put(sent, new Pending(key, System.nanoTime())); // before a byte leaves: LANDED may be quick
+                long msb = d.uuid().getMostSignificantBits();
+                long lsb = d.uuid().getLeastSignificantBits();
+                pending.add(msb, lsb, to, key); // before a byte leaves: LANDED may be quick
                 ReceivedTensor view = arena.receive(d);
                 boolean written = false;
                 try {
@@ -269,7 +238,7 @@ public final class RemoteLink implements AutoCloseable {
                 } finally {
                     if (!written) {
                         view.close();
-                        pending.remove(sent);
+                        pending.remove(msb, lsb, to);
                     }
                 }
                 counters.tensorsSent.incrementAndGet();
@@ -312,9 +281,6 @@ public final class RemoteLink implements AutoCloseable {
             + " cannot be reached and authenticated: " + c.whyNotReady() + " (" + RemoteConfig.TIMEOUT_S + ")");
     }
 
-    private long window(long nanoTime) {
-        return nanoTime / Math.max(1, timeoutNs / WINDOWS_PER_TIMEOUT) & Long.MAX_VALUE;
-    }
 
     /** Connects to {@code to} and waits until the handshake is done, or the timeout passes. */
     public boolean awaitPeer(String to, Duration timeout) throws InterruptedException {
@@ -337,7 +303,7 @@ public final class RemoteLink implements AutoCloseable {
      */
     public boolean isAlive(String key) {
         if (key.indexOf('@') >= 0) {
-            return !goneWindows.containsKey(key);
+            return pending.mayLand(key);
         }
         Peer peer = peers.get(key);
         OutboundConnection c = peer == null ? null : peer.connection;
@@ -369,39 +335,17 @@ public final class RemoteLink implements AutoCloseable {
      * counted ({@code RemoteStats.refused}), and the rest go on.
      */
     public int deliver(TensorChannel.Listener objects, TensorChannel.RecordListener records, int limit) {
-        int delivered = 0;
-        Inbound in;
-        while (delivered < limit && (in = inbound.poll()) != null) {
-            delivered++;
-            try {
-                if (in.descriptor() == null) {
-                    if (objects != null) {
-                        objects.acks(in.from(), List.of(new UUID(in.ackMsb(), in.ackLsb())));
-                    } else {
-                        records.ack(in.from(), in.ackMsb(), in.ackLsb());
-                    }
-                } else if (objects != null) {
-                    objects.descriptors(in.from(), List.of(in.descriptor()));
-                } else {
-                    // A listener that polls again (nested) must not overwrite the record its caller still reads.
-                    MemorySegment out = delivering++ == 0 ? record
-                        : MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]);
-                    try {
-                        records.descriptor(in.from(), out, 0, DescriptorCodec.encode(in.descriptor(), out, 0));
-                    } finally {
-                        delivering--;
-                    }
-                }
-            } catch (RuntimeException e) {
-                counters.refused.incrementAndGet();
-                LOG.warn("message from another node refused: entity={}, from={}: {}", entity, in.from(), e.toString());
-            }
-        }
-        return delivered;
+        return inbound.deliver(objects, records, limit);
+    }
+
+    /** Bytes held in this process's landing arena: tensors landing, or landed and not yet ACKed. */
+    long landingBytes() {
+        TransportStats stats = arena.statsSummary();
+        return stats.arena() == null ? stats.inFlight() : stats.arena().usedBytes();
     }
 
     public RemoteStats stats() {
-        return counters.snapshot(openConnections.get());
+        return counters.snapshot(gate.openConnections());
     }
 
     // ---- called by the connections, on the event loop ----
@@ -434,97 +378,26 @@ public final class RemoteLink implements AutoCloseable {
         return strictWaitNs;
     }
 
-    /** Whether {@code name} is an entity of the map placed at {@code address}. */
-    boolean placedAt(String name, InetAddress address) {
-        Set<InetAddress> at = placements.get(name);
-        return at != null && (at.contains(address) || at.stream().anyMatch(InetAddress::isAnyLocalAddress)
-            && isLocal(address));
-    }
-
-    private static boolean isLocal(InetAddress address) {
-        try {
-            return address.isLoopbackAddress() || java.net.NetworkInterface.getByInetAddress(address) != null;
-        } catch (java.net.SocketException e) {
-            return false;
-        }
-    }
-
-    /** A connection arrived: false (refused, counted, logged) when too many are still in their handshake. */
-    boolean openConnection(InetAddress address) {
-        int fromAddress = handshakesByAddress.getOrDefault(address, 0);
-        if (handshakes >= MAX_HANDSHAKES || fromAddress >= MAX_HANDSHAKES_PER_ADDRESS) {
-            refusal(address, null, "too many connections in their handshake (" + handshakes + " in all, "
-                + fromAddress + " from this address)");
-            return false;
-        }
-        handshakes++;
-        handshakesByAddress.put(address, fromAddress + 1);
-        return true;
+    ConnectionGate gate() {
+        return gate;
     }
 
     /** The handshake passed: the sender's budget, or null when it has too many connections open already. */
     SenderBudget authenticated(InetAddress address, String sender) {
-        handshakeEnded(address);
-        int open = connectionsBySender.getOrDefault(sender, 0);
-        if (open >= MAX_CONNECTIONS_PER_SENDER) {
-            return null;
-        }
-        connectionsBySender.put(sender, open + 1);
-        openConnections.incrementAndGet();
-        return budgets.computeIfAbsent(sender, s -> new SenderBudget(config.maxInFlightBytes()));
+        return gate.authenticated(address, sender)
+            ? budgets.computeIfAbsent(sender, s -> new SenderBudget(config.maxInFlightBytes())) : null;
     }
 
-    private void handshakeEnded(InetAddress address) {
-        handshakes--;
-        handshakesByAddress.computeIfPresent(address, (a, n) -> n <= 1 ? null : n - 1);
-    }
-
-    void connectionClosed(InetAddress address, String sender, boolean inHandshake, boolean authenticated) {
-        if (inHandshake) {
-            handshakeEnded(address);
-        }
-        if (authenticated) {
-            connectionsBySender.computeIfPresent(sender, (s, n) -> n <= 1 ? null : n - 1);
-            openConnections.decrementAndGet();
-        }
-    }
-
-    void connectionFailed(InetAddress address, String sender, String why) {
-        LOG.debug("cross-node connection from {} (entity={}) failed: {}", address, sender, why);
-    }
-
-    /** A peer broke the protocol or failed its handshake: counted, and logged once a minute per address. */
+    /** A peer broke the protocol or failed its handshake: closed, counted, logged (at most once a minute). */
     void violation(InetAddress address, String peer, boolean authenticated, String why) {
         if (authenticated) {
             counters.protocolErrors.incrementAndGet();
         }
-        refusal(address, peer, why);
-    }
-
-    private void refusal(InetAddress address, String peer, String why) {
-        if (address != null) {
-            counters.rejectedConnections.incrementAndGet();
-        }
-        String key = String.valueOf(address) + "/" + peer;
-        long now = System.nanoTime();
-        Long last = lastRefusalLog.get(key);
-        if (last == null || now - last > REFUSAL_LOG_INTERVAL_NS) {
-            if (lastRefusalLog.size() > 4096) {
-                lastRefusalLog.clear();
-            }
-            lastRefusalLog.put(key, now);
-            LOG.warn("cross-node connection {} {}{} closed: {} (counted in remoteRejectedConnections; logged once"
-                + " a minute per peer)", address == null ? "to" : "from", address == null ? "" : address.getHostAddress(),
-                peer == null ? "" : " (entity=" + peer + ")", why);
-        }
+        gate.refuse(address, peer, why);
     }
 
     TensorClaim claim(TensorHeader header) {
         return arena.claim(header.requestId(), header.dtype(), header.shape());
-    }
-
-    void landingFailed(String sender, TensorHeader header, RuntimeException e) {
-        LOG.warn("no room for a tensor from entity={} ({} bytes): {}", sender, header.nbytes(), e.toString());
     }
 
     /** A whole tensor from {@code sender}: it goes to the local consumer, its bytes stay on the budget. */
@@ -533,62 +406,28 @@ public final class RemoteLink implements AutoCloseable {
         landed.put(descriptor.uuid(), new Landed(budget, header.nbytes()));
         counters.tensorsReceived.incrementAndGet();
         counters.bytesReceived.addAndGet(header.nbytes());
-        inbound.add(new Inbound(sender, descriptor, 0, 0));
+        inbound.tensor(sender, descriptor);
     }
 
-    void refusedHere(String sender, TensorHeader header, Refusal reason) {
-        counters.refusedHere.incrementAndGet();
-        LOG.warn("tensor from entity={} requestId={} ({} bytes) refused: {}", sender, header.requestId(),
-            header.nbytes(), reason.text);
-    }
-
-    void abortedHere(String sender, TensorHeader header, String why) {
-        LOG.warn("tensor from entity={} requestId={} aborted, not delivered: {}", sender, header.requestId(), why);
-    }
 
     /** {@code consumer} holds a tensor this process sent: its ACK for the local poll. */
     void confirmed(String consumer, long msb, long lsb) {
-        if (pending.remove(new Sent(msb, lsb, consumer)) == null) {
+        if (!pending.remove(msb, lsb, consumer)) {
             counters.lateConfirmations.incrementAndGet();
             return;
         }
         counters.landed.incrementAndGet();
-        inbound.add(new Inbound(consumer, null, msb, lsb));
+        inbound.ack(consumer, msb, lsb);
     }
 
     /** {@code consumer}'s node dropped a tensor this process sent: the endpoint reports it and frees it. */
     void refusedThere(String consumer, long msb, long lsb, Refusal reason) {
         RefusalListener listener = refusals;
-        if (listener == null || pending.remove(new Sent(msb, lsb, consumer)) == null) {
+        if (listener == null || !pending.remove(msb, lsb, consumer)) {
             return; // without a listener it times out like a tensor that never arrived
         }
         counters.refusedThere.incrementAndGet();
         listener.refused(consumer, msb, lsb, "consumer " + consumer + " on another node refused it: " + reason.text);
-    }
-
-    // A tensor unconfirmed for the timeout: its consumer's node is gone for what was sent to it in that window.
-    private void expire() {
-        long now = System.nanoTime();
-        goneWindows.values().removeIf(w -> window(now) - w > 100L * WINDOWS_PER_TIMEOUT); // long since freed
-        Set<String> gone = null;
-        for (Pending p : pending.values()) {
-            if (now - p.sentAt() > timeoutNs) {
-                (gone == null ? gone = new HashSet<>() : gone).add(p.key());
-            }
-        }
-        if (gone == null) {
-            return;
-        }
-        for (String key : gone) {
-            goneWindows.put(key, Long.parseLong(key.substring(key.indexOf('@') + 1), 16));
-            int[] count = {0};
-            pending.values().removeIf(p -> p.key().equals(key) && ++count[0] > 0);
-            counters.timedOut.addAndGet(count[0]);
-            String consumer = key.substring(0, key.indexOf('@'));
-            LOG.warn("entity={} at {} confirmed none of {} tensors within {} s: taken as gone for them (an attached"
-                + " transport frees them; count in remoteTimedOut)", consumer, config.endpointOf(consumer), count[0],
-                config.timeout().toMillis() / 1e3);
-        }
     }
 
     /** Closes every connection and the listening socket, aborts tensors half landed, closes the landing transport. */
@@ -605,11 +444,5 @@ public final class RemoteLink implements AutoCloseable {
             LOG.info("cross-node path closing: entity={} {}", entity, stats().toLogLine());
             arena.close();
         }
-    }
-
-    @Override
-    public String toString() {
-        return "RemoteLink[entity=" + entity + ", listen=" + config.listen() + ", peers=" + Arrays.toString(
-            peers.keySet().toArray()) + "]";
     }
 }

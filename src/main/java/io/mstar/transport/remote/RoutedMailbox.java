@@ -153,6 +153,11 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
         remote.onRefused(listener);
     }
 
+    /** The cross-node path under this mailbox (tests look inside). */
+    RemoteLink link() {
+        return remote;
+    }
+
     /** The cross-node path's counters. */
     public RemoteStats remoteStats() {
         return remote.stats();
