@@ -235,7 +235,8 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         paused = false;
-        if (!claim.memory().isNative()) { // a landing is always mapped; never write through a heap offset
+        // Never write past the slot or through a heap offset (the header was checked; this is the last line).
+        if (!claim.memory().isNative() || claim.memory().byteSize() != header.nbytes()) {
             claim.abort();
             claim = null;
             refuse(Refusal.NO_ROOM);

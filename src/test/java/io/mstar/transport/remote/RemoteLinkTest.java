@@ -187,6 +187,66 @@ class RemoteLinkTest {
         }
     }
 
+    /** Fan-out to a local consumer and two on another node: the slot is freed once all three answered. */
+    @Test
+    void aFanOutToTwoRemoteConsumersAndOneLocalFreesAfterAllThree() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode", "decode2");
+             Sides sides = Sides.open(nodes);
+             TensorChannel local = TensorTransports.mailbox(ShmTestDir.deployment(nodes.dirA, "pipe", "local"));
+             Arena arena = Arena.ofConfined()) {
+            Deployment b2 = Deployment.of(nodes.config(false, RemoteConfig.LISTEN, nodes.endpointB2), "pipe", "decode2");
+            try (TensorTransport consumer2 = TensorTransports.create(b2, false);
+                 TensorChannel inbox2 = TensorTransports.mailbox(b2)) {
+                TensorTransport producer = sides.producer();
+                TensorChannel outbox = sides.outbox();
+                assertTrue(outbox.awaitPeer("decode2", Duration.ofSeconds(20)));
+                int count = 20;
+                List<String> readers = List.of("local", "decode", "decode2");
+                for (int i = 0; i < count; i++) {
+                    outbox.sendDescriptors(readers, producer.send("r" + i, List.of(pattern(arena, 100_000 + i, i)), readers));
+                }
+                AtomicInteger acked = new AtomicInteger();
+                pump(outbox, ackListener(producer, acked), () -> acked.get() == 2 * count); // both nodes hold them
+                assertEquals(count, producer.statsSummary().inFlight(), "the local consumer has not ACKed yet");
+                int[] read = new int[3];
+                TensorChannel[] inboxes = {local, sides.inbox(), inbox2};
+                TensorTransport[] transports = {sides.producer(), sides.consumer(), consumer2};
+                for (int k = 0; k < 3; k++) {
+                    int at = k;
+                    pump(inboxes[k], new TensorChannel.Listener() {
+                        @Override
+                        public void descriptors(String from, List<TensorDescriptor> batch) {
+                            for (TensorDescriptor d : batch) {
+                                try (ReceivedTensor t = transports[at].receive(d)) {
+                                    assertTrue(matches(t.data(), Integer.parseInt(d.requestId().substring(1))));
+                                }
+                                read[at]++;
+                            }
+                            inboxes[at].sendAcks(from, batch.stream().map(TensorDescriptor::uuid).toList());
+                        }
+
+                        @Override
+                        public void acks(String from, List<UUID> uuids) {
+                        }
+                    }, () -> read[at] == count);
+                }
+                pump(outbox, ackListener(producer, acked), () -> acked.get() == 3 * count);
+                assertEquals(0, producer.statsSummary().inFlight(), "a slot was not freed");
+                assertEquals(0, producer.statsSummary().ignoredAcks());
+                RemoteStats sent = ((RoutedMailbox) outbox).remoteStats();
+                assertEquals(2 * count, sent.landed(), "each remote consumer's confirmation counts: " + sent);
+                assertEquals(0, sent.lateConfirmations());
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                while ((((RoutedMailbox) sides.inbox()).link().landingBytes() > 0
+                    || ((RoutedMailbox) inbox2).link().landingBytes() > 0) && System.nanoTime() < deadline) {
+                    Thread.sleep(10);
+                }
+                assertEquals(0, ((RoutedMailbox) sides.inbox()).link().landingBytes(), "a landing slot was not freed");
+                assertEquals(0, ((RoutedMailbox) inbox2).link().landingBytes(), "a landing slot was not freed");
+            }
+        }
+    }
+
     @Test
     void aSendToAnEntityNobodyServesFailsAfterTheTimeoutAndTheTensorStaysTheCallers() throws Exception {
         try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {

@@ -24,17 +24,26 @@ public final class TwoNodes implements AutoCloseable {
     public final Path dirB;
     public final String endpointA;
     public final String endpointB;
+    /** A second receiving entity's endpoint on node B, or null (give it as {@code MSTAR_REMOTE_LISTEN}). */
+    public final String endpointB2;
     /** The deployment's secret both nodes hold ({@code MSTAR_REMOTE_SECRET}). */
     public static final String SECRET = "two-nodes-test-secret-0123456789";
     private final String entities;
 
     public TwoNodes(String producer, String consumer) throws IOException {
+        this(producer, consumer, null);
+    }
+
+    /** As {@link #TwoNodes(String, String)}, with a second consumer on node B at its own port. */
+    public TwoNodes(String producer, String consumer, String secondConsumer) throws IOException {
         dirA = Files.createTempDirectory(ShmTestDir.SHM, "mstar-nodeA-");
         dirB = Files.createTempDirectory(ShmTestDir.SHM, "mstar-nodeB-");
         int[] ports = freePorts();
         endpointA = "127.0.0.1:" + ports[0];
         endpointB = "127.0.0.1:" + ports[1];
-        entities = producer + "=" + endpointA + "," + consumer + "=" + endpointB;
+        endpointB2 = secondConsumer == null ? null : "127.0.0.1:" + freePorts()[0];
+        entities = producer + "=" + endpointA + "," + consumer + "=" + endpointB
+            + (secondConsumer == null ? "" : "," + secondConsumer + "=" + endpointB2);
     }
 
     /** The environment of a process on node A ({@code nodeA} true) or B, with {@code extra} name/value pairs. */
