@@ -282,17 +282,22 @@ public final class RemoteLink implements AutoCloseable {
     }
 
 
-    /** Connects to {@code to} and waits until the handshake is done, or the timeout passes. */
+    /** Connects to {@code to} (again and again while it refuses) until the handshake is done, or the timeout passes. */
     public boolean awaitPeer(String to, Duration timeout) throws InterruptedException {
         Peer peer = peer(to);
-        synchronized (peer) {
-            try {
-                connection(peer, System.nanoTime() + timeout.toNanos());
-                return true;
-            } catch (PeerUnavailableException e) {
-                Thread.sleep(1); // let a caller that retries not spin on a refused port
-                return false;
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            synchronized (peer) {
+                try {
+                    connection(peer, Math.min(deadline, System.nanoTime() + timeoutNs));
+                    return true;
+                } catch (PeerUnavailableException e) {
+                    if (System.nanoTime() - deadline >= 0) {
+                        return false;
+                    }
+                }
             }
+            Thread.sleep(50); // not listening yet: try again
         }
     }
 
