@@ -8,6 +8,7 @@ import io.mstar.transport.remote.RemoteProtocol.TensorHeader;
 import io.mstar.transport.remote.RemoteProtocol.Violation;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -54,6 +55,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
     private TensorHeader header; // the tensor being admitted or landed
     private TensorClaim claim;
     private long base; // the claim's address
+    private ByteBuf window; // the rest of the slot, handed to the socket to read into (LandingAllocator)
     private final CRC32C crc = new CRC32C();
     private long position; // bytes of the tensor landed (or skipped)
     private long lastProgress;
@@ -77,6 +79,9 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             ctx.close();
             return;
         }
+        if (ctx.pipeline().first() == this) { // no TLS underneath: the socket may read straight into slots
+            ctx.channel().config().setAllocator(new LandingAllocator(ctx.channel().config().getAllocator(), this));
+        }
         long period = Math.max(10, Math.min(1000, link.timeoutNs() / 4_000_000));
         checks = ctx.executor().scheduleAtFixedRate(this::check, period, period, TimeUnit.MILLISECONDS);
         ctx.fireChannelActive();
@@ -88,8 +93,33 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             ((ByteBuf) msg).release();
             return;
         }
+        if (msg == window) { // the socket read into the slot itself: the bytes are where they belong
+            window = null;
+            int n = ((ByteBuf) msg).readableBytes();
+            ((ByteBuf) msg).release();
+            crc.update(MemorySegment.ofAddress(base + position).reinterpret(n).asByteBuffer());
+            position += n;
+            lastProgress = System.nanoTime();
+            if (position == header.nbytes()) {
+                finish();
+            }
+            return;
+        }
         in.addComponent(true, (ByteBuf) msg);
         process();
+    }
+
+    /**
+     * The rest of the landing slot as the buffer the socket reads into next, or null for a buffer of the
+     * allocator's: only in the middle of a tensor's bytes with nothing unread before them. On the event loop.
+     */
+    ByteBuf landingBuffer() {
+        if (state != State.BODY || paused || in == null || in.isReadable() || position >= header.nbytes()) {
+            return null;
+        }
+        int n = (int) Math.min(header.nbytes() - position, 1 << 30);
+        window = Unpooled.wrappedBuffer(MemorySegment.ofAddress(base + position).reinterpret(n).asByteBuffer()).clear();
+        return window;
     }
 
     @Override

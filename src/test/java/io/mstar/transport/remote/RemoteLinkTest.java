@@ -30,6 +30,7 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -245,6 +246,64 @@ class RemoteLinkTest {
                 assertEquals(0, ((RoutedMailbox) inbox2).link().landingBytes(), "a landing slot was not freed");
             }
         }
+    }
+
+    /** TLS 1.3 with certificates on both sides carries tensors; a node without TLS cannot connect to one with it. */
+    @Test
+    void tlsWithCertificatesOnBothSidesCarriesTensorsAndAPlainPeerIsRefused() throws Exception {
+        Path stores = Files.createTempDirectory("mstar-tls-");
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode"); Arena arena = Arena.ofConfined()) {
+            String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
+            run(keytool, "-genkeypair", "-alias", "node", "-keyalg", "EC", "-groupname", "secp256r1", "-dname",
+                "CN=test-node", "-validity", "2", "-storetype", "PKCS12", "-keystore", stores + "/node.p12",
+                "-storepass", "test-pass");
+            run(keytool, "-exportcert", "-alias", "node", "-keystore", stores + "/node.p12", "-storepass", "test-pass",
+                "-file", stores + "/node.crt");
+            run(keytool, "-importcert", "-noprompt", "-alias", "node", "-file", stores + "/node.crt", "-keystore",
+                stores + "/trust.p12", "-storetype", "PKCS12", "-storepass", "test-pass");
+            String[] tls = {RemoteConfig.TLS_KEYSTORE, stores + "/node.p12", RemoteConfig.TLS_TRUSTSTORE,
+                stores + "/trust.p12", RemoteConfig.TLS_PASSWORD, "test-pass", RemoteConfig.TIMEOUT_S, "3"};
+            Deployment a = Deployment.of(nodes.config(true, tls), "pipe", "prefill");
+            Deployment b = Deployment.of(nodes.config(false, tls), "pipe", "decode");
+            Deployment plain = Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S, "3"), "pipe", "prefill");
+            try (TensorTransport consumer = TensorTransports.create(b, false);
+                 TensorChannel inbox = TensorTransports.mailbox(b)) {
+                try (TensorChannel outbox = TensorTransports.mailbox(plain)) {
+                    assertFalse(outbox.awaitPeer("decode", Duration.ofSeconds(3)), "a peer without TLS got in");
+                }
+                try (TensorTransport producer = TensorTransports.create(a, false);
+                     TensorChannel outbox = TensorTransports.mailbox(a, producer)) {
+                    assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)));
+                    outbox.sendDescriptors("decode", producer.send("r0", List.of(pattern(arena, 3 << 20, 5))));
+                    int[] got = {0};
+                    pump(inbox, new TensorChannel.Listener() {
+                        @Override
+                        public void descriptors(String from, List<TensorDescriptor> batch) {
+                            try (ReceivedTensor t = consumer.receive(batch.getFirst())) {
+                                assertTrue(matches(t.data(), 5));
+                            }
+                            inbox.sendAcks(from, List.of(batch.getFirst().uuid()));
+                            got[0]++;
+                        }
+
+                        @Override
+                        public void acks(String from, List<UUID> uuids) {
+                        }
+                    }, () -> got[0] == 1);
+                    AtomicInteger acked = new AtomicInteger();
+                    pump(outbox, ackListener(producer, acked), () -> acked.get() == 1);
+                    assertEquals(0, producer.statsSummary().inFlight());
+                }
+            }
+        } finally {
+            ShmTestDir.deleteTree(stores);
+        }
+    }
+
+    private static void run(String... command) throws Exception {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        assertEquals(0, p.waitFor(), String.join(" ", command) + ": " + out);
     }
 
     @Test
