@@ -36,6 +36,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
     private enum State { HELLO, PROOF, HEADER, BODY, SKIP }
 
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
+    private static final long LARGE = 64 << 10;
     private static final int HELLO_MAX = 1 + 5 + RemoteProtocol.NONCE_BYTES + 1 + 64;
 
     private final RemoteLink link;
@@ -56,6 +57,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
     private TensorClaim claim;
     private long base; // the claim's address
     private ByteBuf window; // the rest of the slot, handed to the socket to read into (LandingAllocator)
+    private long lastNbytes; // the size of the last tensor: large ones are read header first
     private final CRC32C crc = new CRC32C();
     private long position; // bytes of the tensor landed (or skipped)
     private long lastProgress;
@@ -107,6 +109,15 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         }
         in.addComponent(true, (ByteBuf) msg);
         process();
+    }
+
+    /**
+     * How much the socket reads next when not into a slot: after a large tensor (where the next is likely
+     * large too), a header's worth, so that its bytes are read straight into its slot, not copied there.
+     */
+    int readSize(int guess) {
+        return state == State.HEADER && lastNbytes >= LARGE && in != null && !in.isReadable()
+            ? RemoteProtocol.LENGTH_FIELD + RemoteProtocol.MAX_FRAME : guess;
     }
 
     /**
@@ -223,6 +234,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                     throw new Violation("frame type " + type + " where a TENSOR was due");
                 }
                 header = RemoteProtocol.readTensor(in, length);
+                lastNbytes = header.nbytes();
                 position = 0;
                 lastProgress = System.nanoTime();
                 admit();

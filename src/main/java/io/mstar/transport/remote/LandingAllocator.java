@@ -8,7 +8,9 @@ import io.netty.buffer.CompositeByteBuf;
  * The allocator of one connection without TLS: while the connection is in the middle of a tensor's bytes
  * and holds nothing unread, the buffer the socket reads into is the rest of the tensor's landing slot
  * itself ({@link InboundConnection#landingBuffer}), so the kernel copies the bytes straight into the arena
- * and nothing copies them again. Every other buffer comes from the channel's own allocator.
+ * and nothing copies them again. Between large tensors the socket reads a header's worth at a time
+ * ({@link InboundConnection#readSize}), so that the next tensor's bytes land in its slot too. Every other
+ * buffer comes from the channel's own allocator.
  */
 final class LandingAllocator implements ByteBufAllocator {
     private final ByteBufAllocator delegate;
@@ -36,20 +38,19 @@ final class LandingAllocator implements ByteBufAllocator {
 
     @Override
     public ByteBuf ioBuffer() {
-        ByteBuf slot = connection.landingBuffer();
-        return slot != null ? slot : delegate.ioBuffer();
+        return ioBuffer(256);
     }
 
     @Override
     public ByteBuf ioBuffer(int initialCapacity) {
         ByteBuf slot = connection.landingBuffer();
-        return slot != null ? slot : delegate.ioBuffer(initialCapacity);
+        return slot != null ? slot : delegate.ioBuffer(connection.readSize(initialCapacity));
     }
 
     @Override
     public ByteBuf ioBuffer(int initialCapacity, int maxCapacity) {
         ByteBuf slot = connection.landingBuffer();
-        return slot != null ? slot : delegate.ioBuffer(initialCapacity, maxCapacity);
+        return slot != null ? slot : delegate.ioBuffer(connection.readSize(initialCapacity), maxCapacity);
     }
 
     @Override
