@@ -86,9 +86,9 @@ class ArtifactLaunchIT {
         assertTrue(out.contains("module=unnamed module"), out);
     }
 
-    /** The cross-node path configured, Aeron absent (it is optional): the error names what to add. */
+    /** The cross-node path configured, Netty absent (it is optional): the error names what to add. */
     @Test
-    void theCrossNodePathWithoutAeronSaysWhatToAdd() throws Exception {
+    void theCrossNodePathWithoutNettySaysWhatToAdd() throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow();
         List<String> command = new ArrayList<>(List.of(java, "-cp", launchPath()));
         command.addAll(CLASS_PATH_FLAGS);
@@ -100,7 +100,7 @@ class ArtifactLaunchIT {
         String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(process.waitFor(60, TimeUnit.SECONDS), "selftest did not finish");
         assertTrue(process.exitValue() != 0, out);
-        assertTrue(out.contains("io.aeron:aeron-client and io.aeron:aeron-driver"), out);
+        assertTrue(out.contains("io.netty:netty-handler"), out);
     }
 
     /** The README's producer and consumer, compiled by the build, as two processes over the built jar. */

@@ -148,11 +148,8 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         if (checks != null) {
             checks.cancel(false);
         }
-        if (claim != null) {
+        if (claim != null) { // a tensor without a claim holds nothing of the budget (waiting, or refused)
             abort("its connection closed after " + position + " of " + header.nbytes() + " bytes");
-        } else if (header != null && budget != null) {
-            budget.release(header.nbytes());
-            header = null;
         }
         if (budget != null) {
             budget.forget(this);
@@ -292,20 +289,25 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
+    // Before its bytes: they follow all the same and are skipped.
     private void refuse(Refusal reason) {
-        budget.release(header.nbytes());
         paused = false;
+        tellRefused(reason);
+        state = State.SKIP;
+        if (header.nbytes() == 0) {
+            header = null;
+            state = State.HEADER;
+        }
+    }
+
+    private void tellRefused(Refusal reason) {
+        budget.release(header.nbytes());
         ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME + 1);
         RemoteProtocol.writeRefused(out, header.msb(), header.lsb(), reason);
         ctx.write(out);
         link.counters().refusedHere.incrementAndGet();
         LOG.warn("tensor from entity={} requestId={} ({} bytes) refused: {}", peer, header.requestId(),
             header.nbytes(), reason.text);
-        state = State.SKIP; // its bytes follow all the same
-        if (header.nbytes() == 0) {
-            header = null;
-            state = State.HEADER;
-        }
     }
 
     private void land() {
@@ -326,7 +328,9 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             claim.abort();
             claim = null;
             link.counters().aborted.incrementAndGet();
-            refuseLanded(Refusal.CORRUPTED);
+            tellRefused(Refusal.CORRUPTED);
+            header = null;
+            state = State.HEADER;
             return;
         }
         TensorDescriptor descriptor = claim.publish();
@@ -335,18 +339,6 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         RemoteProtocol.writeLanded(out, header.msb(), header.lsb());
         ctx.write(out); // flushed with the read
         link.landed(peer, budget, header, descriptor);
-        header = null;
-        state = State.HEADER;
-    }
-
-    private void refuseLanded(Refusal reason) {
-        budget.release(header.nbytes());
-        ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME + 1);
-        RemoteProtocol.writeRefused(out, header.msb(), header.lsb(), reason);
-        ctx.write(out);
-        link.counters().refusedHere.incrementAndGet();
-        LOG.warn("tensor from entity={} requestId={} ({} bytes) refused: {}", peer, header.requestId(),
-            header.nbytes(), reason.text);
         header = null;
         state = State.HEADER;
     }

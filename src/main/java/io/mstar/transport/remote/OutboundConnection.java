@@ -18,8 +18,10 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 
 /**
@@ -34,6 +36,8 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
 
     /** Larger tensors are written (and checksummed) as several buffers: a ByteBuffer holds at most 2 GiB. */
     private static final long PIECE = 1L << 30;
+    /** A sender waits while this much is handed over to the event loop and not yet queued (the queue's high mark). */
+    private static final long HANDOVER_MAX = 4 << 20;
 
     final String entity;
     private final RemoteLink link;
@@ -41,6 +45,8 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
     private final byte[] nonce = Handshake.nonce();
     private byte[] serverNonce;
     private final Object writable = new Object();
+    /** Bytes handed to the event loop and not yet in the connection's queue: they count against it too. */
+    private final AtomicLong handedOver = new AtomicLong();
     private volatile Channel channel;
     private CompositeByteBuf in;
     private State state = State.CHALLENGE;
@@ -96,13 +102,33 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
      */
     void write(TensorDescriptor d, ReceivedTensor view, long deadlineNs) throws InterruptedException {
         Channel c = channel;
+        awaitWritable(c, deadlineNs);
+        handedOver.addAndGet(d.nbytes());
+        // The checksum and the header are made on the event loop, which writes the bytes anyway: the sending
+        // thread goes back to its work (on a busy node, the core it frees is what the copy needs).
+        try {
+            c.eventLoop().execute(() -> {
+                writeNow(c, d, view);
+                if (handedOver.addAndGet(-d.nbytes()) < HANDOVER_MAX) {
+                    synchronized (writable) {
+                        writable.notifyAll();
+                    }
+                }
+            });
+        } catch (RejectedExecutionException e) { // the event loop ended: the link is closing
+            view.close();
+            throw new IllegalStateException("the cross-node path is closed: entity=" + entity, e);
+        }
+    }
+
+    private static void writeNow(Channel c, TensorDescriptor d, ReceivedTensor view) {
         MemorySegment data = view.data();
-        CompositeByteBuf message = Unpooled.compositeBuffer(2 + (int) (d.nbytes() / PIECE));
+        CompositeByteBuf message = c.alloc().compositeDirectBuffer(2 + (int) (d.nbytes() / PIECE));
         CRC32C crc = new CRC32C();
         for (long at = 0; at < d.nbytes(); at += PIECE) {
             long n = Math.min(PIECE, d.nbytes() - at);
             ByteBuffer piece = data.isNative()
-                // An address, not the view's scope: the socket reads it on its own thread; the view stays open.
+                // An address, not the view's scope: this thread did not open the view, which stays open.
                 ? MemorySegment.ofAddress(data.address() + at).reinterpret(n).asByteBuffer()
                 : ByteBuffer.wrap(data.asSlice(at, n).toArray(ValueLayout.JAVA_BYTE));
             crc.update(piece.duplicate());
@@ -112,18 +138,12 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         RemoteProtocol.writeTensor(header, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(),
             d.nbytes(), (int) crc.getValue(), d.dtype(), d.shape(), d.requestId().getBytes(StandardCharsets.UTF_8));
         message.addComponent(true, 0, header);
-        try {
-            awaitWritable(c, deadlineNs);
-        } catch (RuntimeException | InterruptedException e) {
-            message.release();
-            throw e;
-        }
         c.writeAndFlush(message).addListener(f -> view.close());
     }
 
     private void awaitWritable(Channel c, long deadlineNs) throws InterruptedException {
         synchronized (writable) {
-            while (!c.isWritable() && c.isActive()) {
+            while ((!c.isWritable() || handedOver.get() >= HANDOVER_MAX) && c.isActive()) {
                 long left = deadlineNs - System.nanoTime();
                 if (left <= 0) {
                     throw new PeerUnavailableException(entity, "entity=" + entity + " took no data for the timeout"

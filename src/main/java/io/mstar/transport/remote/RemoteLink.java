@@ -105,7 +105,7 @@ public final class RemoteLink implements AutoCloseable {
         this.pending = new PendingTensors(timeoutNs, counters, config);
         this.inbound = new InboundQueue(entity, counters);
         String own = config.endpointOf(entity);
-        this.localAddress = own == null ? null : new InetSocketAddress(host(own), 0);
+        this.localAddress = own == null ? null : new InetSocketAddress(TcpCarrier.host(own), 0);
         this.arena = arena;
         this.carrier = new TcpCarrier(config);
     }
@@ -122,6 +122,7 @@ public final class RemoteLink implements AutoCloseable {
     }
 
     private static RemoteLink startUnregistered(Deployment deployment) {
+        TcpCarrier.requireNetty(); // a missing optional dependency is named before any knob is checked
         RemoteConfig config = deployment.config().remote();
         if (config.secret() == null && !config.insecure()) {
             throw new ConfigurationException("the cross-node path needs a secret that every node of the deployment"
@@ -137,7 +138,7 @@ public final class RemoteLink implements AutoCloseable {
         Map<String, Set<InetAddress>> placements = new HashMap<>();
         config.entities().forEach((name, endpoint) -> {
             try {
-                placements.put(name, Set.of(InetAddress.getAllByName(host(endpoint))));
+                placements.put(name, Set.copyOf(List.of(InetAddress.getAllByName(TcpCarrier.host(endpoint)))));
             } catch (UnknownHostException e) {
                 throw new ConfigurationException(RemoteConfig.ENTITIES + " places entity=" + name + " at " + endpoint
                     + ", whose host does not resolve: " + e.getMessage());
@@ -154,7 +155,7 @@ public final class RemoteLink implements AutoCloseable {
             link = new RemoteLink(deployment, arena, placements);
             if (config.listen() != null) {
                 RemoteLink self = link;
-                link.carrier.listen(new InetSocketAddress(host(config.listen()), port(config.listen())),
+                link.carrier.listen(TcpCarrier.address(config.listen()),
                     () -> new InboundConnection(self));
             }
             link.carrier.group().scheduleAtFixedRate(link.pending::expire, CHECK_INTERVAL_MS, CHECK_INTERVAL_MS,
@@ -180,15 +181,6 @@ public final class RemoteLink implements AutoCloseable {
             Duration.ZERO, c.pin(), c.pinMaxMb(), c.slotTtl(), c.statsInterval(), c.reclaimInterval(), c.shmDir(),
             c.deploymentToken(), c.cudartPath(), c.remote());
         return d.withConfig(landing);
-    }
-
-    private static String host(String endpoint) {
-        String host = endpoint.substring(0, endpoint.lastIndexOf(':'));
-        return host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
-    }
-
-    private static int port(String endpoint) {
-        return Integer.parseInt(endpoint.substring(endpoint.lastIndexOf(':') + 1));
     }
 
     /** Whether the mailbox routes sends to {@code entity} here: it runs on another node. */
@@ -253,7 +245,7 @@ public final class RemoteLink implements AutoCloseable {
         if (endpoint == null || !config.isRemote(to)) {
             throw new IllegalArgumentException("entity=" + to + " is not on another node in " + RemoteConfig.ENTITIES);
         }
-        return peers.computeIfAbsent(to, e -> new Peer(e, new InetSocketAddress(host(endpoint), port(endpoint))));
+        return peers.computeIfAbsent(to, e -> new Peer(e, TcpCarrier.address(endpoint)));
     }
 
     // The peer's connection, made (and authenticated) when there is none; the caller holds the peer.

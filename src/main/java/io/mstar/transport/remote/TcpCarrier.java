@@ -82,12 +82,27 @@ final class TcpCarrier implements AutoCloseable {
         }
     }
 
+    /** Throws {@link NoClassDefFoundError} when Netty is not there (initializing this class loads it). */
+    static void requireNetty() {
+        // WATER_MARK, a Netty class, was made when this class was initialized
+    }
+
     private static boolean epollLoads() {
         try {
             return Epoll.isAvailable();
         } catch (LinkageError e) { // the native transport's jar is optional
             return false;
         }
+    }
+
+    /** The host of a {@code host:port} (IPv6 without its brackets). */
+    static String host(String endpoint) {
+        String host = endpoint.substring(0, endpoint.lastIndexOf(':'));
+        return host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+    }
+
+    static InetSocketAddress address(String endpoint) {
+        return new InetSocketAddress(host(endpoint), Integer.parseInt(endpoint.substring(endpoint.lastIndexOf(':') + 1)));
     }
 
     /** "epoll" or "nio", and whether TLS is on, for the start-up log. */
