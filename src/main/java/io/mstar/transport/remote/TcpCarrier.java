@@ -23,6 +23,7 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.ssl.ClientAuth;
+import io.netty.handler.ssl.OpenSsl;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslProvider;
@@ -41,7 +42,7 @@ import java.util.function.Supplier;
 /**
  * The TCP engine under the cross-node path: one Netty event loop for this process's connections, the
  * native epoll transport where it loads and NIO otherwise, and with {@value RemoteConfig#TLS_KEYSTORE} TLS 1.3
- * with certificates required on both sides (the JDK's engine).
+ * with certificates required on both sides (BoringSSL where netty-tcnative loads, the JDK's engine otherwise).
  */
 final class TcpCarrier implements AutoCloseable {
     /** Writes queue up to this many bytes before a sender waits: a few large tensors, many small ones. */
@@ -66,11 +67,11 @@ final class TcpCarrier implements AutoCloseable {
             TrustManagerFactory trust = trust(config.tlsTruststore(), config.tlsPassword());
             try {
                 serverTls = SslContextBuilder.forServer(keys).trustManager(trust).clientAuth(ClientAuth.REQUIRE)
-                    .protocols("TLSv1.3").sslProvider(SslProvider.JDK).build();
+                    .protocols("TLSv1.3").sslProvider(tlsProvider()).build();
                 // No host name check: the truststore says "a node of this deployment", and which entity a
                 // connection speaks for is proven by the handshake inside (nodes are often named by address).
                 clientTls = SslContextBuilder.forClient().keyManager(keys).trustManager(trust).protocols("TLSv1.3")
-                    .endpointIdentificationAlgorithm(null).sslProvider(SslProvider.JDK).build();
+                    .endpointIdentificationAlgorithm(null).sslProvider(tlsProvider()).build();
             } catch (Exception e) {
                 group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
                 throw new ConfigurationException("TLS cannot start with " + RemoteConfig.TLS_KEYSTORE + "="
@@ -85,6 +86,15 @@ final class TcpCarrier implements AutoCloseable {
     /** Throws {@link NoClassDefFoundError} when Netty is not there (initializing this class loads it). */
     static void requireNetty() {
         // WATER_MARK, a Netty class, was made when this class was initialized
+    }
+
+    // BoringSSL (netty-tcnative-boringssl-static) where it loads, the JDK's engine otherwise.
+    private static SslProvider tlsProvider() {
+        try {
+            return OpenSsl.isAvailable() ? SslProvider.OPENSSL : SslProvider.JDK;
+        } catch (LinkageError e) {
+            return SslProvider.JDK;
+        }
     }
 
     private static boolean epollLoads() {
@@ -107,7 +117,7 @@ final class TcpCarrier implements AutoCloseable {
 
     /** "epoll" or "nio", and whether TLS is on, for the start-up log. */
     String describe() {
-        return (epoll ? "epoll" : "nio") + (serverTls != null ? ", TLS 1.3" : ", no TLS");
+        return (epoll ? "epoll" : "nio") + (serverTls != null ? ", TLS 1.3 (" + tlsProvider() + ")" : ", no TLS");
     }
 
     /** Accepts connections on {@code address}; each gets the handler {@code connections} makes. */
