@@ -337,17 +337,7 @@ class HostilePeerTest {
             }
             AtomicInteger acked = new AtomicInteger();
             while (acked.get() == 0) {
-                outbox.receive(new TensorChannel.Listener() {
-                    @Override
-                    public void descriptors(String from, List<TensorDescriptor> batch) {
-                    }
-
-                    @Override
-                    public void acks(String from, List<UUID> uuids) {
-                        producer.ack(from, uuids);
-                        acked.addAndGet(uuids.size());
-                    }
-                }, Duration.ofMillis(20));
+                outbox.receive(RemoteLinkTest.ackListener(producer, acked), Duration.ofMillis(20));
             }
             done++;
         }

@@ -401,7 +401,7 @@ class RemoteLinkTest {
         }
     }
 
-    private static TensorChannel.Listener ackListener(TensorTransport producer, AtomicInteger acked) {
+    static TensorChannel.Listener ackListener(TensorTransport producer, AtomicInteger acked) {
         return new TensorChannel.Listener() {
             @Override
             public void descriptors(String from, List<TensorDescriptor> batch) {
