@@ -9,12 +9,15 @@ import io.micrometer.core.instrument.TimeGauge;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.LatencyStats;
+import io.mstar.transport.RemoteStats;
 import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
 
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 import java.util.function.ToLongFunction;
 
@@ -26,7 +29,11 @@ import java.util.function.ToLongFunction;
  * {@code .arena.fragmentation}, {@code .peer.segments.mapped}; the timer {@code mstar.transport.send.to.ack}
  * (count and total) with its percentiles as time gauges {@code mstar.transport.send.to.ack.percentile}
  * (tag {@code phi}: 0.5, 0.99, 0.999, 1 for the max), and the same for {@code receive.to.release}.
- * One stats snapshot serves every meter for a second, so a scrape takes one.
+ * One stats snapshot serves every meter for a second, so a scrape takes one. An endpoint on the cross-node
+ * path adds {@code mstar.remote.*}: counters {@code tensors.sent}, {@code bytes.sent}, {@code landed},
+ * {@code timed.out}, {@code refused.there}, {@code tensors.received}, {@code bytes.received},
+ * {@code aborted}, {@code refused.here}, {@code rejected.connections}, {@code protocol.errors}, and the
+ * gauge {@code connections}.
  *
  * <p>Micrometer holds a meter's state object weakly: the state is the transport (which its owner holds while
  * it runs), and the functions hold this binder, so {@code new TransportMetrics(endpoint).bindTo(registry)}
@@ -37,18 +44,24 @@ public final class TransportMetrics implements MeterBinder {
 
     private final TensorTransport transport;
     private final String entity;
+    private final Supplier<Optional<RemoteStats>> remote; // empty without the cross-node path
     private volatile TransportStats cached;
     private volatile long cachedAtNs;
 
     /** The meters of an endpoint's transport, tagged with the endpoint's entity. */
     public TransportMetrics(TensorEndpoint endpoint) {
-        this(endpoint.transport(), endpoint.deployment());
+        this(endpoint.transport(), endpoint.deployment(), endpoint::remoteStats);
     }
 
     /** The meters of a transport built for {@code deployment} (for a transport used without an endpoint). */
     public TransportMetrics(TensorTransport transport, Deployment deployment) {
+        this(transport, deployment, Optional::empty);
+    }
+
+    private TransportMetrics(TensorTransport transport, Deployment deployment, Supplier<Optional<RemoteStats>> remote) {
         this.transport = transport;
         this.entity = deployment.entity();
+        this.remote = remote;
     }
 
     @Override
@@ -69,6 +82,27 @@ public final class TransportMetrics implements MeterBinder {
         gauge(registry, tags, "peer.segments.mapped", null, TransportStats::mappedPeerSegments);
         latency(registry, tags, "send.to.ack", TransportStats::sendToAck);
         latency(registry, tags, "receive.to.release", TransportStats::receiveToRelease);
+        if (remote.get().isPresent()) {
+            remoteCounter(registry, tags, "tensors.sent", null, RemoteStats::tensorsSent);
+            remoteCounter(registry, tags, "bytes.sent", "bytes", RemoteStats::bytesSent);
+            remoteCounter(registry, tags, "landed", null, RemoteStats::landed);
+            remoteCounter(registry, tags, "timed.out", null, RemoteStats::timedOut);
+            remoteCounter(registry, tags, "refused.there", null, RemoteStats::refusedThere);
+            remoteCounter(registry, tags, "tensors.received", null, RemoteStats::tensorsReceived);
+            remoteCounter(registry, tags, "bytes.received", "bytes", RemoteStats::bytesReceived);
+            remoteCounter(registry, tags, "aborted", null, RemoteStats::aborted);
+            remoteCounter(registry, tags, "refused.here", null, RemoteStats::refusedHere);
+            remoteCounter(registry, tags, "rejected.connections", null, RemoteStats::rejectedConnections);
+            remoteCounter(registry, tags, "protocol.errors", null, RemoteStats::protocolErrors);
+            Gauge.builder("mstar.remote.connections", transport, t -> remote.get().map(RemoteStats::connections)
+                .orElse(0L)).tags(tags).register(registry);
+        }
+    }
+
+    private void remoteCounter(MeterRegistry registry, Tags tags, String name, String unit,
+                               ToLongFunction<RemoteStats> value) {
+        FunctionCounter.builder("mstar.remote." + name, transport, t -> remote.get().map(value::applyAsLong).orElse(0L))
+            .tags(tags).baseUnit(unit).register(registry);
     }
 
     private void counter(MeterRegistry registry, Tags tags, String name, String unit, ToLongFunction<TransportStats> value) {

@@ -66,11 +66,6 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         this.link = link;
     }
 
-    /** The entity on the other end, or the address before it named itself. */
-    String peer() {
-        return peer != null ? peer : String.valueOf(address);
-    }
-
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
         this.ctx = ctx;

@@ -47,8 +47,4 @@ final class SenderBudget {
     synchronized void forget(InboundConnection connection) {
         waiting.remove(connection);
     }
-
-    synchronized long held() {
-        return held;
-    }
 }

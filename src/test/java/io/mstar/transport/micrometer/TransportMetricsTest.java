@@ -2,6 +2,7 @@ package io.mstar.transport.micrometer;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorDescriptor;
@@ -9,10 +10,12 @@ import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TensorTransports;
 import io.mstar.transport.testing.ShmTestDir;
+import io.mstar.transport.testing.TwoNodes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -44,6 +47,27 @@ class TransportMetricsTest {
             double max = registry.get("mstar.transport.send.to.ack.percentile").tag("phi", "1").timeGauge()
                 .value(TimeUnit.NANOSECONDS);
             assertTrue(p99 > 0 && p99 <= max, p99 + " " + max);
+        }
+    }
+
+    /** An endpoint on the cross-node path also shows the link's counters and its open connections. */
+    @Test
+    void anEndpointAcrossNodesShowsTheRemoteMeters() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             TensorEndpoint consumer = TensorEndpoint.open(Deployment.of(nodes.config(false), "m", "decode"));
+             TensorEndpoint producer = TensorEndpoint.open(Deployment.of(nodes.config(true), "m", "prefill"))) {
+            SimpleMeterRegistry sending = new SimpleMeterRegistry();
+            SimpleMeterRegistry receiving = new SimpleMeterRegistry();
+            new TransportMetrics(producer).bindTo(sending);
+            new TransportMetrics(consumer).bindTo(receiving);
+            Delivery delivery = producer.send("decode", "r", Tensor.of(DType.U8, MemorySegment.ofArray(new byte[4096]), 4096));
+            assertEquals(1, consumer.receive(tensor -> { }, Duration.ofSeconds(30)));
+            assertEquals(Delivery.Status.DELIVERED, delivery.await(Duration.ofSeconds(30)));
+            assertEquals(1, sending.get("mstar.remote.tensors.sent").functionCounter().count());
+            assertEquals(1, sending.get("mstar.remote.landed").functionCounter().count());
+            assertEquals(4096, receiving.get("mstar.remote.bytes.received").functionCounter().count());
+            assertEquals(1, receiving.get("mstar.remote.connections").gauge().value());
+            assertEquals(0, receiving.get("mstar.remote.rejected.connections").functionCounter().count());
         }
     }
 

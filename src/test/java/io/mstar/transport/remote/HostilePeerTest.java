@@ -14,7 +14,6 @@ import org.junit.jupiter.api.Test;
 
 import java.io.DataInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.net.Socket;
