@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Two nodes on one machine (two shared-memory directories, Aeron UDP on 127.0.0.1), a producer JVM on
+ * Two nodes on one machine (two shared-memory directories, TCP on 127.0.0.1), a producer JVM on
  * node A and a consumer JVM on node B: 10^4 checksummed tensors of 4 KiB to 32 MiB, the consumer SIGKILLed
  * mid-stream and started again. Every tensor is confirmed in the end; every one the consumers read is
  * intact; the only ones they never read had landed in the killed consumer (confirmed before the kill); both

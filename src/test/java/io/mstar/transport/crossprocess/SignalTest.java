@@ -4,12 +4,12 @@ import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
+import io.mstar.transport.testing.TwoNodes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
-import java.net.DatagramSocket;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,8 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * SIGTERM and SIGINT at any point of a process's life (waiting for a peer, opening, sending) leave
- * nothing behind: every file and directory it owned, the embedded media driver's included, is gone once
- * it exited, with no sweep run.
+ * nothing behind: every file and directory it owned, its landing transport's on the cross-node path
+ * included, is gone once it exited, with no sweep run.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class SignalTest {
@@ -34,18 +34,12 @@ class SignalTest {
             TransportConfig.ARENA, "1", TransportConfig.SEGMENT_MB, "2", TransportConfig.MAX_SEGMENTS, "2",
             TransportConfig.RECLAIM_INTERVAL_S, "0"));
         if (remote) {
-            int me = freeUdpPort();
-            int far = freeUdpPort();
-            env.put(RemoteConfig.LISTEN, "127.0.0.1:" + me);
-            env.put(RemoteConfig.ENTITIES, "me=127.0.0.1:" + me + ",far=127.0.0.1:" + far);
+            int[] ports = TwoNodes.freePorts();
+            env.put(RemoteConfig.LISTEN, "127.0.0.1:" + ports[0]);
+            env.put(RemoteConfig.ENTITIES, "me=127.0.0.1:" + ports[0] + ",far=127.0.0.1:" + ports[1]);
+            env.put(RemoteConfig.SECRET, TwoNodes.SECRET);
         }
         return env;
-    }
-
-    private static int freeUdpPort() throws IOException {
-        try (DatagramSocket socket = new DatagramSocket(0)) {
-            return socket.getLocalPort();
-        }
     }
 
     // Starts the node, signals it once it printed READY (or after delayMs when not waiting for it), and
@@ -70,7 +64,7 @@ class SignalTest {
     }
 
     @Test
-    void whileWaitingForAPeerTheMediaDriversDirectoryGoesToo() throws Exception {
+    void whileWaitingForAPeerOnAnotherNode() throws Exception {
         signalAndCheck("await", true, true, 200, "TERM");
         signalAndCheck("await", true, true, 200, "INT");
     }

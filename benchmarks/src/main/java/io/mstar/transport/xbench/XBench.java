@@ -30,7 +30,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class XBench {
     static final List<String> PEERS = List.of("arena-send", "arena-claim", "aeron-ipc", "uds", "file");
-    /** Peers run only when named: the cross-node path between two directories over UDP, and TCP on loopback. */
+    /** Peers run only when named: the cross-node path between two directories over TCP, and TCP on loopback. */
     static final List<String> NODE_PEERS = List.of("remote", "tcp");
     static final List<String> REFERENCES = List.of("memcpy", "fill", "crc32c");
 
