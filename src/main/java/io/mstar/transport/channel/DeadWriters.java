@@ -2,7 +2,9 @@ package io.mstar.transport.channel;
 
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
+import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RecordDescriptor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -62,13 +64,38 @@ final class DeadWriters implements AutoCloseable {
             stuckSinceNs = now;
         } else if (now - stuckSinceNs > ShmMailbox.UNBLOCK_AFTER_MS * 1_000_000L) {
             List<Integer> dead = dead();
-            if (!dead.isEmpty() && ring.unblock()) {
+            if (!dead.isEmpty() && (ring.unblock() || padClaimToTheEnd())) {
                 dead.forEach(this::clear);
                 unblocks.incrementAndGet();
                 stuckSinceNs = -1;
                 LOG.warn("mailbox skipped a record its writer never committed (that writer died): entity={}", entity);
             }
         }
+    }
+
+    /**
+     * Skips a claim whose writer died before writing even its header when it runs to the ring's end (the
+     * next record wrapped to the start): {@link ManyToOneRingBuffer#unblock()} looks for the next record's
+     * header between the claim and the end, finds none, and would leave the ring blocked until a record
+     * landed there. Padding from the claim to the end, as a writer pads before it wraps, lets the reader go
+     * on at the start.
+     */
+    private boolean padClaimToTheEnd() {
+        AtomicBuffer buffer = ring.buffer();
+        int capacity = ring.capacity();
+        long head = ring.consumerPosition();
+        int at = (int) (head & (capacity - 1));
+        if (ring.producerPosition() - head < capacity - at) {
+            return false; // the claimed bytes end before the ring does: unblock() alone would do
+        }
+        for (int i = at; i < capacity; i += RecordDescriptor.ALIGNMENT) {
+            if (buffer.getIntVolatile(i) != 0) {
+                return false; // a header was written after all
+            }
+        }
+        buffer.putInt(RecordDescriptor.typeOffset(at), ManyToOneRingBuffer.PADDING_MSG_TYPE_ID);
+        buffer.putIntOrdered(RecordDescriptor.lengthOffset(at), capacity - at);
+        return true;
     }
 
     /** Times a record abandoned by a dead writer was skipped. */

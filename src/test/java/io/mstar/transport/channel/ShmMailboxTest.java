@@ -12,8 +12,10 @@ import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
+import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -162,6 +164,46 @@ class ShmMailboxTest {
             }
             assertEquals(List.of(descriptor(2), descriptor(3)), inbox.descriptors);
             assertEquals(2, consumer.unblocks());
+        }
+    }
+
+    /**
+     * A writer that died after moving the tail and before writing its record's header, with its claim running
+     * to the ring's end (what follows wrapped to the start): Agrona's unblock finds no header to skip to, so
+     * the mailbox pads the claim away itself, and what follows arrives.
+     */
+    @Test
+    void aHeaderlessClaimRunningToTheRingsEndIsSkippedOnceItsWriterDied() throws Exception {
+        try (ShmMailbox consumer = ShmMailbox.open(shm.deployment("mailbox-test", "consumer"));
+             ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"));
+             MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
+                 MailboxDescriptor.FILE_BYTES, true)) {
+            AtomicBuffer buffer = new UnsafeBuffer(raw.memory().address(), MailboxDescriptor.RING_FILE_BYTES);
+            ManyToOneRingBuffer ring = new ManyToOneRingBuffer(buffer);
+            int capacity = ring.capacity();
+            Inbox inbox = new Inbox();
+            long record = 0;
+            while (ring.producerPosition() + 3 * record < capacity) { // traffic, read, until the lap's end is near
+                long before = ring.producerPosition();
+                producer.sendDescriptors("consumer", List.of(descriptor(0)));
+                record = ring.producerPosition() - before;
+                drain(consumer, inbox, 1);
+            }
+            inbox.descriptors.clear();
+            int writer = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
+            long slot = MailboxDescriptor.writerSlotOffset(MailboxDescriptor.WRITERS - 1);
+            assertTrue(Posix.tryLockRange(writer, slot, 1, raw.path()));
+            raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
+            buffer.putLongOrdered(capacity + RingBufferDescriptor.TAIL_POSITION_OFFSET, capacity); // claimed, no header
+            Posix.close(writer, raw.path()); // and died
+            producer.sendDescriptors("consumer", List.of(descriptor(4))); // wraps to the start
+            long start = System.nanoTime();
+            while (inbox.descriptors.isEmpty()) {
+                consumer.receive(inbox, Duration.ofSeconds(1));
+                assertTrue(System.nanoTime() - start < 10_000_000_000L, "the ring stayed blocked behind the claim");
+            }
+            assertEquals(List.of(descriptor(4)), inbox.descriptors);
+            assertEquals(1, consumer.unblocks());
         }
     }
 
