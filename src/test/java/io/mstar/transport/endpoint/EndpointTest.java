@@ -158,6 +158,26 @@ class EndpointTest {
         }
     }
 
+    /** A node that has no room for a tensor refuses it at once: the producer is told REFUSED, not a timeout. */
+    @Test
+    void aRemoteNodeThatRefusesATensorFailsItsDeliveryAtOnce() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             TensorEndpoint consumer = TensorEndpoint.open(Deployment.of(nodes.config(false,
+                 TransportConfig.SEGMENT_MB, "1", TransportConfig.MAX_SEGMENTS, "1", TransportConfig.SPILL, "0",
+                 TransportConfig.FULL_TIMEOUT_S, "0.2"), "pipe", "decode"));
+             TensorEndpoint producer = TensorEndpoint.open(Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S, "60"),
+                 "pipe", "prefill"), outcomes)) {
+            Delivery delivery = producer.send("decode", "request-1", filled(2 << 20, 1)); // more than its arena
+            assertEquals(Delivery.Status.FAILED, delivery.await(Duration.ofSeconds(20)), "not told within the"
+                + " 60 s timeout: " + delivery);
+            assertEquals(Delivery.Failure.REFUSED, delivery.failure(), delivery.toString());
+            assertTrue(delivery.detail().contains("decode") && delivery.detail().contains("no room"), delivery.detail());
+            assertEquals(List.of("request-1 REFUSED"), outcomes.awaitFailures(1));
+            assertEquals(0, producer.transport().statsSummary().inFlight(), "a refused tensor is freed");
+            assertEquals(0, consumer.receive(tensor -> { }, Duration.ofMillis(100)), "nothing delivered");
+        }
+    }
+
     @Test
     void aHandlerKeepsATensorPastItsReturnAndItsCloseSendsTheAck() throws Exception {
         try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"));
