@@ -255,7 +255,8 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         try {
             claim = link.claim(header);
         } catch (CapacityException e) { // strict mode, arena full: wait as a local producer would
-            if (System.nanoTime() - (paused ? pausedSince : System.nanoTime()) < link.strictWaitNs()) {
+            long waited = paused ? System.nanoTime() - pausedSince : 0;
+            if (waited < link.strictWaitNs()) {
                 budget.release(header.nbytes());
                 pause();
                 ctx.executor().schedule(this::resume, 1, TimeUnit.MILLISECONDS);

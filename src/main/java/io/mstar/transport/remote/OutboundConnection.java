@@ -61,7 +61,7 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         ready.completeExceptionally(cause);
     }
 
-    /** Waits until the handshake is done; false when it failed or the deadline passed (the reason is logged). */
+    /** Waits until the handshake is done; false when it failed or the deadline passed ({@link #whyNotReady}). */
     boolean awaitReady(long deadlineNs) throws InterruptedException {
         try {
             ready.get(Math.max(0, deadlineNs - System.nanoTime()), TimeUnit.NANOSECONDS);

@@ -64,7 +64,7 @@ public final class RemoteLink implements AutoCloseable {
     private static final class Peer {
         final String entity;
         final InetSocketAddress address;
-        OutboundConnection connection; // guarded by the peer
+        volatile OutboundConnection connection; // replaced under the peer's lock; isAlive reads it without
 
         Peer(String entity, InetSocketAddress address) {
             this.entity = entity;
@@ -272,7 +272,6 @@ public final class RemoteLink implements AutoCloseable {
         throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.address
             + " cannot be reached and authenticated: " + c.whyNotReady() + " (" + RemoteConfig.TIMEOUT_S + ")");
     }
-
 
     /** Connects to {@code to} (again and again while it refuses) until the handshake is done, or the timeout passes. */
     public boolean awaitPeer(String to, Duration timeout) throws InterruptedException {
