@@ -147,8 +147,8 @@ final class RemoteProtocol {
         if (n != length - fixed) {
             throw new Violation("an entity name of " + n + " bytes in a frame with room for " + (length - fixed));
         }
-        String entity = ascii(in, n);
-        if (entity == null || !ShmNames.isEntity(entity)) {
+        String entity = in.readCharSequence(n, StandardCharsets.US_ASCII).toString(); // checked next
+        if (!ShmNames.isEntity(entity)) {
             throw new Violation("an entity name that is not one (letters, digits, '_', '-', '.'; 1 to 64)");
         }
         return new Greeting(nonce, entity);
@@ -236,17 +236,6 @@ final class RemoteProtocol {
 
     static void writeRefused(ByteBuf out, long msb, long lsb, Refusal reason) {
         out.writeIntLE(UUID_FRAME + 1).writeByte(REFUSED).writeLongLE(msb).writeLongLE(lsb).writeByte(reason.code());
-    }
-
-    private static String ascii(ByteBuf in, int n) {
-        byte[] bytes = new byte[n];
-        in.readBytes(bytes);
-        for (byte b : bytes) {
-            if (b < 0x20) { // negative too: not ASCII
-                return null;
-            }
-        }
-        return new String(bytes, StandardCharsets.US_ASCII);
     }
 
     private static String utf8(ByteBuf in, int n) {

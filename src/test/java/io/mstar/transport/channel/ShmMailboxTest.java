@@ -63,6 +63,18 @@ class ShmMailboxTest {
             (i % 7) * 3 * 2L, Placement.ARENA, ShmNames.segment(NS, "producer", "00c0ffee", i % 3), 256L * i);
     }
 
+    /**
+     * A sender of the test's own, registered in the last writer slot as ShmMailbox's senders are: its
+     * descriptor holds the slot's lock until closed (the writer's death).
+     */
+    private static int registeredWriter(MappedSegment raw) {
+        int writer = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
+        long slot = MailboxDescriptor.writerSlotOffset(MailboxDescriptor.WRITERS - 1);
+        assertTrue(Posix.tryLockRange(writer, slot, 1, raw.path()));
+        raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
+        return writer;
+    }
+
     private static void drain(ShmMailbox box, Inbox inbox, int expectedMessages) {
         int messages = 0;
         while (messages < expectedMessages) {
@@ -124,11 +136,7 @@ class ShmMailboxTest {
              ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"));
              MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
                  MailboxDescriptor.FILE_BYTES, true)) {
-            // A sender of its own, registered in a slot as ShmMailbox's senders are.
-            int writer = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
-            long slot = MailboxDescriptor.writerSlotOffset(MailboxDescriptor.WRITERS - 1);
-            assertTrue(Posix.tryLockRange(writer, slot, 1, raw.path()));
-            raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
+            int writer = registeredWriter(raw);
             ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(),
                 MailboxDescriptor.RING_FILE_BYTES));
             assertTrue(ring.tryClaim(MailboxMessage.DESCRIPTORS, 100) >= 0); // claimed, and the writer stalls
@@ -151,9 +159,7 @@ class ShmMailboxTest {
             assertEquals(1, consumer.unblocks());
 
             // A writer that dies right after its claim, before the receiver even saw the ring stuck.
-            int doomed = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
-            assertTrue(Posix.tryLockRange(doomed, slot, 1, raw.path()));
-            raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
+            int doomed = registeredWriter(raw);
             assertTrue(ring.tryClaim(MailboxMessage.DESCRIPTORS, 100) >= 0);
             Posix.close(doomed, raw.path());
             producer.sendDescriptors("consumer", List.of(descriptor(3)));
@@ -190,10 +196,7 @@ class ShmMailboxTest {
                 drain(consumer, inbox, 1);
             }
             inbox.descriptors.clear();
-            int writer = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
-            long slot = MailboxDescriptor.writerSlotOffset(MailboxDescriptor.WRITERS - 1);
-            assertTrue(Posix.tryLockRange(writer, slot, 1, raw.path()));
-            raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
+            int writer = registeredWriter(raw);
             buffer.putLongOrdered(capacity + RingBufferDescriptor.TAIL_POSITION_OFFSET, capacity); // claimed, no header
             Posix.close(writer, raw.path()); // and died
             producer.sendDescriptors("consumer", List.of(descriptor(4))); // wraps to the start
