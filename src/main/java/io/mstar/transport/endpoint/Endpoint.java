@@ -53,7 +53,11 @@ final class Endpoint implements TensorEndpoint {
     private final ThreadLocal<MemorySegment> recordBuffers =
         ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]));
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
-    private volatile long lastAppRead = System.nanoTime(); // when a thread with a handler last read
+    // How many times a thread with a handler polled, and when another thread last saw that count move: the
+    // application's poll reads no clock, and the ACK thread reads none while the application never polls.
+    private volatile long appPolls;
+    private volatile long seenAppPolls;
+    private volatile long seenAppPollsAt;
     private volatile boolean sending;
     private volatile boolean closed;
     private Thread ackThread; // guarded by this
@@ -208,7 +212,7 @@ final class Endpoint implements TensorEndpoint {
             if (incoming.inHandler()) {
                 throw new IllegalStateException("poll or receive from a handler: return from the handler instead");
             }
-            lastAppRead = System.nanoTime();
+            appPolls = appPolls + 1; // under the reading lock: one writer at a time
             int read = 0;
             while (read < limit && !parked.isEmpty()) {
                 Parked p = parked.poll();
@@ -270,7 +274,7 @@ final class Endpoint implements TensorEndpoint {
      */
     int readAcksIfIdle() {
         boolean nested = reading.isHeldByCurrentThread(); // a Delivery awaited in a handler
-        if (!nested && (System.nanoTime() - lastAppRead <= IDLE_READ_NS || !reading.tryLock())) {
+        if (!nested && (applicationReadsNow() || !reading.tryLock())) {
             return 0;
         }
         try {
@@ -280,6 +284,21 @@ final class Endpoint implements TensorEndpoint {
                 reading.unlock();
             }
         }
+    }
+
+    // Whether a thread with a handler polled within the last IDLE_READ_NS. Callers race on the two fields
+    // harmlessly: a wrong answer only moves one read of the mailbox by a millisecond.
+    private boolean applicationReadsNow() {
+        long polls = appPolls;
+        if (polls == 0) {
+            return false;
+        }
+        if (polls != seenAppPolls) {
+            seenAppPolls = polls;
+            seenAppPollsAt = System.nanoTime();
+            return true;
+        }
+        return System.nanoTime() - seenAppPollsAt <= IDLE_READ_NS;
     }
 
     // Reads every message waiting, unless a thread of the application holds the mailbox for long.
