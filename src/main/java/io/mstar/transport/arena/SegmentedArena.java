@@ -31,6 +31,8 @@ import java.time.Duration;
  * check per segment. When none fits, the arena grows by one segment while it is under the cap and the
  * file system can back it; otherwise it answers {@link #FULL}, the caller's cue for the next rung of the
  * capacity ladder. The first segment is made by the first reserve, or ahead of it by {@link #prepare()}.
+ * Before any of that, a size freed recently is served from {@link RecentFrees}: the slot freed last,
+ * still in the caches; those kept slots go back to their trees before a reserve may grow or fail.
  * A request larger than one segment gets a dedicated segment of its own (page-aligned) size. Every
  * segment's bytes, dedicated ones included, count against one byte ceiling, {@code maxSegments x
  * segmentBytes}, the figure operators size the shared-memory directory from: past it a request is
@@ -63,6 +65,7 @@ public final class SegmentedArena implements AutoCloseable {
     private final Owner owner;
     private final Path dir;
     private final long segmentBytes;
+    private final RecentFrees recentFrees; // regular segments' slots freed last, reused first
     private final int maxSegments;
 
     private final Sweeper sweeper;
@@ -128,6 +131,7 @@ public final class SegmentedArena implements AutoCloseable {
         this.allocators = new FirstFitAllocator[maxSegments];
         this.dedicated = new boolean[maxSegments];
         this.generations = new int[maxSegments];
+        this.recentFrees = new RecentFrees(segmentBytes / 4);
         checkCeiling();
         this.sweeper = Sweeper.join(dir, reclaimInterval);
         boolean ok = false;
@@ -198,14 +202,23 @@ public final class SegmentedArena implements AutoCloseable {
             return reserveDedicated(sizeBytes);
         }
         long aligned = alignUp(sizeBytes, ALIGNMENT_BYTES);
+        long kept = recentFrees.take(aligned);
+        if (kept >= 0) {
+            reserves++;
+            return kept;
+        }
+        long slot = reserveInSegments(sizeBytes, aligned);
+        if (slot < 0 && !recentFrees.isEmpty()) { // the kept slots go back to their trees before the arena grows
+            returnRecentFrees();
+            slot = reserveInSegments(sizeBytes, aligned);
+        }
+        if (slot >= 0) {
+            return slot;
+        }
         long freeBytes = 0;
         for (int p = 0; p < positionsInUse; p++) {
-            FirstFitAllocator allocator = allocators[p];
-            if (allocator != null && !dedicated[p]) {
-                if (allocator.largestFreeBlockBytes() >= aligned) {
-                    return reserved(p, allocator.reserve(sizeBytes));
-                }
-                freeBytes += allocator.capacityBytes() - allocator.usedBytes();
+            if (allocators[p] != null && !dedicated[p]) {
+                freeBytes += allocators[p].freeBytes();
             }
         }
         int p = grow(segmentBytes, false);
@@ -220,6 +233,26 @@ public final class SegmentedArena implements AutoCloseable {
             return FULL;
         }
         return reserved(p, allocators[p].reserve(sizeBytes));
+    }
+
+    // The first regular segment whose largest free block fits, or -1.
+    private long reserveInSegments(long sizeBytes, long aligned) {
+        for (int p = 0; p < positionsInUse; p++) {
+            FirstFitAllocator allocator = allocators[p];
+            if (allocator != null && !dedicated[p] && allocator.largestFreeBlockBytes() >= aligned) {
+                return reserved(p, allocator.reserve(sizeBytes));
+            }
+        }
+        return -1;
+    }
+
+    private void returnRecentFrees() {
+        recentFrees.drain(slot -> {
+            int p = livePosition(slot);
+            if (p >= 0) {
+                allocators[p].free(offset(slot));
+            }
+        });
     }
 
     // The smallest idle dedicated segment that holds it, else a new one.
@@ -256,6 +289,15 @@ public final class SegmentedArena implements AutoCloseable {
             refusedFrees++;
             return FreeOutcome.UNKNOWN_OFFSET;
         }
+        if (recentFrees.holds(slot)) {
+            refusedFrees++;
+            return FreeOutcome.DOUBLE_FREE;
+        }
+        long slotBytes = dedicated[p] ? -1 : allocators[p].slotBytes(offset(slot));
+        if (slotBytes > 0 && recentFrees.keep(slot, slotBytes)) {
+            frees++;
+            return FreeOutcome.FREED;
+        }
         FreeOutcome outcome = allocators[p].free(offset(slot));
         if (outcome != FreeOutcome.FREED) {
             refusedFrees++;
@@ -269,7 +311,7 @@ public final class SegmentedArena implements AutoCloseable {
     public synchronized MemorySegment slotMemory(long slot, long sizeBytes) {
         checkOpen();
         int p = livePosition(slot);
-        long slotBytes = p < 0 ? -1 : allocators[p].slotBytes(offset(slot));
+        long slotBytes = p < 0 || recentFrees.holds(slot) ? -1 : allocators[p].slotBytes(offset(slot));
         if (slotBytes < sizeBytes || sizeBytes < 0) {
             throw new IllegalArgumentException("not a live slot of this size: slot=0x" + Long.toHexString(slot)
                 + ", sizeBytes=" + sizeBytes + ", slotBytes=" + slotBytes);
@@ -321,6 +363,7 @@ public final class SegmentedArena implements AutoCloseable {
 
     /** An atomic snapshot of sizes and counters. */
     public synchronized ArenaStats stats() {
+        returnRecentFrees(); // the figures are the trees' own
         long capacity = 0;
         long used = 0;
         long largest = 0;
@@ -347,6 +390,7 @@ public final class SegmentedArena implements AutoCloseable {
      * {@code .} all free, {@code +} part of each; the segments in order, separated by commas.
      */
     public synchronized String occupancyMap(int cells) {
+        returnRecentFrees();
         StringBuilder map = new StringBuilder();
         for (int p = 0; p < positionsInUse; p++) {
             FirstFitAllocator allocator = allocators[p];

@@ -77,6 +77,35 @@ class SegmentedArenaTest {
     }
 
     @Test
+    void theSlotFreedLastComesBackFirstAndKeptSlotsNeverMakeAReserveFail() {
+        long slotBytes = 64 << 10;
+        try (SegmentedArena arena = arena(1)) {
+            List<Long> slots = new ArrayList<>();
+            for (int i = 0; i < SEGMENT / slotBytes; i++) {
+                slots.add(arena.reserve(slotBytes));
+            }
+            assertEquals(FreeOutcome.FREED, arena.free(slots.get(1)));
+            assertEquals(FreeOutcome.FREED, arena.free(slots.get(5)));
+            assertEquals(slots.get(5), arena.reserve(slotBytes), "the slot freed last, though another lies lower");
+            assertEquals(FreeOutcome.DOUBLE_FREE, arena.free(slots.get(1)), "a kept slot is already free");
+            assertThrows(IllegalArgumentException.class, () -> arena.slotMemory(slots.get(1), 1),
+                "a kept slot is no live slot");
+            // Four freed neighbours are kept (a quarter of the segment); only together do they hold this reserve.
+            for (int i = 2; i <= 4; i++) {
+                assertEquals(FreeOutcome.FREED, arena.free(slots.get(i)));
+            }
+            long joined = arena.reserve(4 * slotBytes);
+            assertNotEquals(SegmentedArena.FULL, joined, "the kept slots go back to the tree before the arena says full");
+            assertEquals(slotBytes, SegmentedArena.offset(joined), "coalesced, first fit");
+            ArenaStats stats = arena.stats();
+            assertEquals(1, stats.segments());
+            assertEquals(0, stats.failedReserves());
+            assertEquals(FreeOutcome.FREED, arena.free(slots.get(7)));
+            assertEquals(slotBytes, arena.stats().freeBytes(), "statistics count a kept slot as free");
+        }
+    }
+
+    @Test
     void slotMemoryIsTheSegmentItNamesAndAPeerReadsIt() {
         try (SegmentedArena arena = arena(2)) {
             long slot = arena.reserve(4096);
