@@ -173,8 +173,8 @@ public final class DescriptorCodec {
             dst.set(LONG, p, dim(shape, i));
         }
         p = putString(dst, p, requestId, requestIdBytes);
-        p = putString(dst, p, producer, producer.length());
-        putString(dst, p, fileName, fileName.length());
+        p = putName(dst, p, producer);
+        putName(dst, p, fileName);
         return length;
     }
 
@@ -413,6 +413,38 @@ public final class DescriptorCodec {
         return p + 2 + encodedBytes;
     }
 
+    // A producer's and a segment's names repeat on every record: their bytes are kept, and copied in one go.
+    private static long putName(MemorySegment out, long p, String name) {
+        out.set(SHORT, p, (short) name.length());
+        MemorySegment.copy(KnownNames.bytes(name), 0, out, p + 2, name.length());
+        return p + 2 + name.length();
+    }
+
+    /** The ISO-8859-1 bytes of the names encoded last, shared by every thread (entries are immutable). */
+    private static final class KnownNames {
+        private static final Entry[] ENTRIES = new Entry[16];
+        private static int next; // racy on purpose: a lost update only replaces another entry
+
+        private record Entry(String name, MemorySegment bytes) {
+        }
+
+        static MemorySegment bytes(String name) {
+            for (Entry e : ENTRIES) {
+                if (e != null && e.name == name) {
+                    return e.bytes;
+                }
+            }
+            for (Entry e : ENTRIES) {
+                if (e != null && e.name.equals(name)) {
+                    return e.bytes;
+                }
+            }
+            Entry e = new Entry(name, MemorySegment.ofArray(name.getBytes(StandardCharsets.ISO_8859_1)));
+            ENTRIES[next++ & (ENTRIES.length - 1)] = e;
+            return e.bytes;
+        }
+    }
+
     private static int utf8Length(String s) {
         for (int i = 0; i < s.length(); i++) {
             if (s.charAt(i) >= 0x80) {
@@ -435,10 +467,13 @@ public final class DescriptorCodec {
         private final MemorySegment[] keys = new MemorySegment[16];
         private final String[] names = new String[16];
         private int next;
+        private int lastHit;
 
         String name(MemorySegment src, long offset, int n, String field) {
-            for (int i = 0; i < keys.length && keys[i] != null; i++) {
-                if (keys[i].byteSize() == n && MemorySegment.mismatch(src, offset, offset + n, keys[i], 0, n) < 0) {
+            for (int k = 0; k < keys.length; k++) {
+                int i = (lastHit + k) % keys.length; // a record's names alternate: try where the last one was
+                if (keys[i] != null && keys[i].byteSize() == n && MemorySegment.mismatch(src, offset, offset + n, keys[i], 0, n) < 0) {
+                    lastHit = i + 1;
                     return names[i];
                 }
             }
