@@ -70,8 +70,9 @@ abstract class Producer {
                 sorted = Arrays.copyOf(samples, sampleCount);
             }
             Arrays.sort(sorted);
-            System.out.printf(Locale.ROOT, "ROW %d %.1f %.4f %.2f %.2f%n", size, payloads / (elapsed / 1e9),
-                payloads * size / (elapsed / 1e9) / 1e9, percentile(sorted, 0.50) / 1e3, percentile(sorted, 0.99) / 1e3);
+            System.out.printf(Locale.ROOT, "ROW %d %.1f %.4f %.2f %.2f %.2f%n", size, payloads / (elapsed / 1e9),
+                payloads * size / (elapsed / 1e9) / 1e9, percentile(sorted, 0.50) / 1e3, percentile(sorted, 0.99) / 1e3,
+                percentile(sorted, 0.999) / 1e3);
         }
     }
 

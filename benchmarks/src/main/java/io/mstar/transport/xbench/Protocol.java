@@ -13,7 +13,9 @@ import java.util.zip.CRC32C;
  * {@link #window} payloads unACKed. A payload from a reused slot or a torn write fails the check.
  */
 final class Protocol {
-    static final long[] SIZES = {4 << 10, 64 << 10, 1 << 20, 16 << 20};
+    /** The sizes every peer goes through; {@code -Dxbench.sizes=4096,65536} narrows them (e.g. to profile one). */
+    static final long[] SIZES = Arrays.stream(System.getProperty("xbench.sizes", "4096,65536,1048576,16777216")
+        .split(",")).mapToLong(Long::parseLong).toArray();
 
     private Protocol() {
     }

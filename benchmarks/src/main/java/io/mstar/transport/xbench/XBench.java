@@ -11,21 +11,26 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 /**
  * The cross-process benchmark. For each run and each peer, a fresh consumer JVM and a fresh producer JVM
  * go through every size (warm-up, then the measured time) under {@link Protocol}; then the single-process
  * references (memcpy, the fill, CRC32C) run here. Prints per size and peer the median and min..max over the
- * runs of GB/s, payloads/s and the send-to-ACK p99, the ratios against Aeron IPC and the fill, and writes
- * {@code target/xbench/results.csv} and {@code target/xbench/gbps.svg}.
+ * runs of GB/s, payloads/s and the send-to-ACK p50, p99 and p99.9, the ratios against Aeron IPC and the fill,
+ * then each run's ratio against Aeron IPC (the runs go peer after peer, so a ratio is taken between cells
+ * measured minutes apart at most), and writes {@code target/xbench/results.csv} and {@code target/xbench/gbps.svg}.
+ * With {@code -Dxbench.busy=true} a third process spins on one thread through every run, as a busy
+ * neighbour on the machine would.
  *
  * <pre>
- *   mvn -q test-compile exec:exec@xbench [-Dxbench.args="RUNS SECONDS [PEER,PEER...]"]
+ *   mvn -q test-compile exec:exec@xbench [-Dxbench.args="RUNS SECONDS [PEER,PEER...]"] [-Dxbench.sizes=4096,65536]
  * </pre>
  */
 public final class XBench {
@@ -42,14 +47,19 @@ public final class XBench {
             child(args);
             return;
         }
+        if (args.length > 0 && args[0].equals("busy")) {
+            busy();
+            return;
+        }
         int runs = args.length > 0 ? Integer.parseInt(args[0]) : 3;
         double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 1.5;
         List<String> peers = args.length > 2 ? List.of(args[2].split(",")) : PEERS;
         PrintStream out = System.out;
-        // column -> size -> one {payloads/s, GB/s, p50 us, p99 us} per run
+        // column -> size -> one {payloads/s, GB/s, p50 us, p99 us, p99.9 us} per run
         Map<String, Map<Long, List<double[]>>> results = new LinkedHashMap<>();
         long corrupted = 0;
         OwnedFile workDir = OwnedFile.createDirectory(Path.of("/dev/shm"), "mstar-demo-" + Owner.newNonce());
+        Process busy = Boolean.getBoolean("xbench.busy") ? start(List.of("busy")) : null;
         try {
             for (int run = 1; run <= runs; run++) {
                 for (String peer : peers) {
@@ -62,16 +72,24 @@ public final class XBench {
                         double bytesPerSecond = Protocol.reference(reference, size, Math.min(1.0, seconds));
                         results.computeIfAbsent(reference, r -> new LinkedHashMap<>())
                             .computeIfAbsent(size, s -> new ArrayList<>())
-                            .add(new double[] {bytesPerSecond / size, bytesPerSecond / 1e9, Double.NaN, Double.NaN});
+                            .add(new double[] {bytesPerSecond / size, bytesPerSecond / 1e9, Double.NaN, Double.NaN,
+                                Double.NaN});
                     }
                 }
             }
         } finally {
+            if (busy != null) {
+                busy.destroyForcibly();
+            }
             deleteTree(Path.of(workDir.path()));
             workDir.close();
         }
         Path target = Files.createDirectories(Path.of("target/xbench"));
+        if (busy != null) {
+            out.printf(Locale.ROOT, "%nwith a busy third process spinning on one thread throughout%n");
+        }
         report(out, results, runs, corrupted);
+        reportRuns(out, results);
         Files.writeString(target.resolve("results.csv"), csv(results));
         Files.writeString(target.resolve("gbps.svg"), Plot.svg(results));
         out.println("wrote target/xbench/results.csv and target/xbench/gbps.svg");
@@ -98,7 +116,7 @@ public final class XBench {
                     String[] f = line.split(" ");
                     rows.computeIfAbsent(Long.parseLong(f[1]), s -> new ArrayList<>()).add(new double[] {
                         Double.parseDouble(f[2]), Double.parseDouble(f[3]), Double.parseDouble(f[4]),
-                        Double.parseDouble(f[5])});
+                        Double.parseDouble(f[5]), Double.parseDouble(f[6])});
                 }
             }
             if (!producer.waitFor(60, TimeUnit.SECONDS) || producer.exitValue() != 0) {
@@ -123,18 +141,24 @@ public final class XBench {
     }
 
     private static Process start(String role, String peer, Path dir, double seconds) throws IOException {
+        return start(List.of("child", role, peer, dir.toString(), Double.toString(seconds)));
+    }
+
+    private static Process start(List<String> args) throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-Dxbench.sizes=" + Arrays.stream(Protocol.SIZES).mapToObj(Long::toString).collect(Collectors.joining(",")),
             "-cp", System.getProperty("java.class.path")));
         // Extra flags for both JVMs of a pair, e.g. -Dxbench.jvmArgs=-Xlog:gc:file=/tmp/gc-%p.log
         String extra = System.getProperty("xbench.jvmArgs", "").trim();
         if (!extra.isEmpty()) {
             command.addAll(List.of(extra.split("\\s+")));
         }
-        command.addAll(List.of(XBench.class.getName(), "child", role, peer, dir.toString(), Double.toString(seconds)));
+        command.add(XBench.class.getName());
+        command.addAll(args);
         return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 
@@ -176,6 +200,15 @@ public final class XBench {
         System.exit(0); // daemon threads of the peers end with the JVM
     }
 
+    // The busy neighbour: one thread that never idles, until the launcher kills it.
+    private static void busy() {
+        long x = 1;
+        while (x != 0) {
+            x = x * 6364136223846793005L + 1442695040888963407L;
+        }
+        System.out.println(x);
+    }
+
     /** {median, min, max} of one column over the runs. */
     static double[] stats(List<double[]> rows, int column) {
         double[] v = rows.stream().mapToDouble(r -> r[column]).sorted().toArray();
@@ -188,8 +221,8 @@ public final class XBench {
         out.printf(Locale.ROOT, "median (min..max) of %d runs; corrupted payloads: %d%n", runs, corrupted);
         for (long size : Protocol.SIZES) {
             out.printf(Locale.ROOT, "%n%s, window %d%n", human(size), Protocol.window(size));
-            out.printf(Locale.ROOT, "  %-12s %-24s %-26s %-10s %-10s %s%n", "peer", "GB/s", "payloads/s", "p50 us",
-                "p99 us", "vs aeron-ipc, vs fill, vs tcp");
+            out.printf(Locale.ROOT, "  %-12s %-24s %-26s %-10s %-10s %-10s %s%n", "peer", "GB/s", "payloads/s", "p50 us",
+                "p99 us", "p99.9 us", "vs aeron-ipc, vs fill, vs tcp");
             double aeron = results.containsKey("aeron-ipc") ? stats(results.get("aeron-ipc").get(size), 1)[0] : Double.NaN;
             double fill = stats(results.get("fill").get(size), 1)[0];
             double tcp = results.containsKey("tcp") ? stats(results.get("tcp").get(size), 1)[0] : Double.NaN;
@@ -200,23 +233,46 @@ public final class XBench {
                 }
                 double[] gb = stats(rows, 1);
                 double[] rate = stats(rows, 0);
-                out.printf(Locale.ROOT, "  %-12s %-24s %-26s %-10s %-10s %.2f, %.2f, %.2f%n", column,
+                out.printf(Locale.ROOT, "  %-12s %-24s %-26s %-10s %-10s %-10s %.2f, %.2f, %.2f%n", column,
                     String.format(Locale.ROOT, "%.2f (%.2f..%.2f)", gb[0], gb[1], gb[2]),
                     String.format(Locale.ROOT, "%.0f (%.0f..%.0f)", rate[0], rate[1], rate[2]),
                     Double.isNaN(stats(rows, 2)[0]) ? "-" : String.format(Locale.ROOT, "%.1f", stats(rows, 2)[0]),
                     Double.isNaN(stats(rows, 3)[0]) ? "-" : String.format(Locale.ROOT, "%.1f", stats(rows, 3)[0]),
+                    Double.isNaN(stats(rows, 4)[0]) ? "-" : String.format(Locale.ROOT, "%.1f", stats(rows, 4)[0]),
                     gb[0] / aeron, gb[0] / fill, gb[0] / tcp);
             });
         }
     }
 
+    // Each run's ratio to Aeron IPC in the same run, per size and peer.
+    private static void reportRuns(PrintStream out, Map<String, Map<Long, List<double[]>>> results) {
+        Map<Long, List<double[]>> aeron = results.get("aeron-ipc");
+        if (aeron == null) {
+            return;
+        }
+        out.printf(Locale.ROOT, "%nper run, GB/s relative to aeron-ipc in the same run%n");
+        for (long size : Protocol.SIZES) {
+            results.forEach((column, bySize) -> {
+                List<double[]> rows = bySize.get(size);
+                if (column.equals("aeron-ipc") || REFERENCES.contains(column) || rows == null) {
+                    return;
+                }
+                StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %-7s %-12s", human(size), column));
+                for (int run = 0; run < rows.size() && run < aeron.get(size).size(); run++) {
+                    line.append(String.format(Locale.ROOT, " %.2f", rows.get(run)[1] / aeron.get(size).get(run)[1]));
+                }
+                out.println(line);
+            });
+        }
+    }
+
     private static String csv(Map<String, Map<Long, List<double[]>>> results) {
-        StringBuilder csv = new StringBuilder("column,size,run,payloads_per_s,gb_per_s,p50_us,p99_us\n");
+        StringBuilder csv = new StringBuilder("column,size,run,payloads_per_s,gb_per_s,p50_us,p99_us,p999_us\n");
         results.forEach((column, bySize) -> bySize.forEach((size, rows) -> {
             for (int i = 0; i < rows.size(); i++) {
                 double[] r = rows.get(i);
-                csv.append(String.format(Locale.ROOT, "%s,%d,%d,%.1f,%.4f,%.2f,%.2f%n", column, size, i + 1, r[0], r[1],
-                    r[2], r[3]));
+                csv.append(String.format(Locale.ROOT, "%s,%d,%d,%.1f,%.4f,%.2f,%.2f,%.2f%n", column, size, i + 1, r[0],
+                    r[1], r[2], r[3], r[4]));
             }
         }));
         return csv.toString();
