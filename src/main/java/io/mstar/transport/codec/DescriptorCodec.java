@@ -460,28 +460,64 @@ public final class DescriptorCodec {
 
     /**
      * The ASCII names a thread decoded last (producers, file names), so a repeated one allocates nothing,
-     * and a scratch array to decode the others from.
+     * and a scratch array to decode the others from. A name is compared eight bytes at a time.
      */
     private static final class RecentNames {
         private final byte[] scratch = new byte[MAX_REQUEST_ID_BYTES];
-        private final MemorySegment[] keys = new MemorySegment[16];
-        private final String[] names = new String[16];
+        private final KnownBytes[] keys = new KnownBytes[16];
         private int next;
         private int lastHit;
 
         String name(MemorySegment src, long offset, int n, String field) {
             for (int k = 0; k < keys.length; k++) {
                 int i = (lastHit + k) % keys.length; // a record's names alternate: try where the last one was
-                if (keys[i] != null && keys[i].byteSize() == n && MemorySegment.mismatch(src, offset, offset + n, keys[i], 0, n) < 0) {
+                if (keys[i] != null && keys[i].matches(src, offset, n)) {
                     lastHit = i + 1;
-                    return names[i];
+                    return keys[i].name;
                 }
             }
             String name = decodeString(src, offset, n, field, false);
-            keys[next] = MemorySegment.ofArray(name.getBytes(StandardCharsets.ISO_8859_1));
-            names[next] = name;
+            keys[next] = new KnownBytes(name);
             next = (next + 1) % keys.length;
             return name;
+        }
+    }
+
+    /** An ASCII name and its bytes as little-endian words, the last word ending at the name's end. */
+    private static final class KnownBytes {
+        final String name;
+        private final byte[] bytes;
+        private final long[] words;
+
+        KnownBytes(String name) {
+            this.name = name;
+            this.bytes = name.getBytes(StandardCharsets.ISO_8859_1);
+            MemorySegment b = MemorySegment.ofArray(bytes);
+            int n = bytes.length;
+            words = new long[n < 8 ? 0 : (n + 7) / 8];
+            for (int i = 0, w = 0; n >= 8 && w < words.length; i += 8, w++) {
+                words[w] = b.get(LONG, Math.min(i, n - 8)); // the last word overlaps the one before
+            }
+        }
+
+        boolean matches(MemorySegment src, long offset, int n) {
+            if (n != bytes.length) {
+                return false;
+            }
+            if (n < 8) {
+                for (int i = 0; i < n; i++) {
+                    if (src.get(ValueLayout.JAVA_BYTE, offset + i) != bytes[i]) {
+                        return false;
+                    }
+                }
+                return true;
+            }
+            for (int w = 0; w < words.length; w++) {
+                if (src.get(LONG, offset + Math.min(8L * w, n - 8)) != words[w]) {
+                    return false;
+                }
+            }
+            return true;
         }
     }
 

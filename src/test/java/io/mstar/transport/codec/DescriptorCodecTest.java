@@ -70,6 +70,27 @@ class DescriptorCodecTest {
     }
 
     @Test
+    void namesThatDifferInOneByteAnywhereDecodeAsThemselves() {
+        // The decoder reuses the names it saw last, compared eight bytes at a time (the last word overlapping):
+        // a name one byte away from a known one, at any position and length, must not pass for it.
+        for (int length = 1; length <= 24; length++) {
+            for (int at = 0; at < length; at++) {
+                char[] base = new char[length];
+                Arrays.fill(base, 'a');
+                char[] other = base.clone();
+                other[at] = 'b';
+                for (String producer : new String[] {new String(base), new String(other), new String(base)}) {
+                    TensorDescriptor d = new TensorDescriptor(UUID.randomUUID(), "r", producer, DType.U8, new long[] {1},
+                        1, Placement.ARENA, ShmNames.segment(NS, producer, "0000000" + (at % 10), 1), 0);
+                    TensorDescriptor back = DescriptorCodec.decode(DescriptorCodec.encode(d), READER);
+                    assertEquals(producer, back.producer(), "length " + length + ", differing at " + at);
+                    assertEquals(d.fileName(), back.fileName(), "length " + length + ", differing at " + at);
+                }
+            }
+        }
+    }
+
+    @Test
     void eachBadFieldIsNamed() {
         TensorDescriptor good = new TensorDescriptor(UUID.randomUUID(), "r", "producer-1", DType.F32,
             new long[] {2, 3}, 24, Placement.ARENA, ShmNames.segment(NS, "producer-1", "0a0b0c0d", 3), 512);
