@@ -197,6 +197,11 @@ final class Endpoint implements TensorEndpoint {
         } catch (PeerUnavailableException e) {
             refuse(msb, lsb, to, e.getMessage());
         }
+        if (!reading.isHeldByCurrentThread()) {
+            // The sender takes the ACKs already waiting (unless the application polls): frees and outcomes then
+            // happen on a thread that runs anyway, and the ACK thread is needed only while the sender waits.
+            readAcksIfIdle();
+        }
     }
 
     // A tensor that never reached its consumer: failed, then freed (its ACK finds it decided).

@@ -32,6 +32,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -284,6 +285,46 @@ class EndpointTest {
      * The fast path in one thread: post (or claim and post), the consumer's handler reads in place, the ACK
      * comes back and the listener hears it. Bytes allocated per round trip by this thread, after warm-up.
      */
+    @Test
+    void aSenderTakesTheAcksWaitingWhenItPosts() throws Exception {
+        Thread poster = Thread.currentThread();
+        AtomicInteger onPoster = new AtomicInteger();
+        AtomicInteger told = new AtomicInteger();
+        DeliveryListener where = new DeliveryListener() {
+            @Override
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                told.incrementAndGet();
+                if (Thread.currentThread() == poster) {
+                    onPoster.incrementAndGet();
+                }
+            }
+
+            @Override
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                throw new AssertionError(failure + ": " + detail);
+            }
+        };
+        TensorHandler reads = t -> t.memory().get(ValueLayout.JAVA_BYTE, t.offset());
+        Tensor tensor = filled(4096, 1);
+        int tensors = 2_000;
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), where);
+             TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
+            for (int i = 0; i < tensors; i++) {
+                producer.post("reader", "r", tensor); // takes the ACK of the tensor before, if the ACK thread has not
+                while (consumer.poll(reads, 16) == 0) {
+                    Thread.onSpinWait();
+                }
+            }
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (told.get() < tensors && System.nanoTime() < deadline) {
+                Thread.sleep(1); // the last ACK goes to the ACK thread
+            }
+        }
+        assertEquals(tensors, told.get());
+        // Without the sender's read every outcome is told on the ACK thread; with it, most are told here.
+        assertTrue(onPoster.get() > tensors / 10, onPoster.get() + " of " + tensors + " told on the posting thread");
+    }
+
     private double fastPathBytesPerTensor(boolean claiming) {
         long[] delivered = {0};
         DeliveryListener counting = new DeliveryListener() {
