@@ -32,6 +32,8 @@ final class DeadWriters implements AutoCloseable {
     private final AtomicLong unblocks = new AtomicLong();
     private long stuckSinceNs = -1;
     private long idleCheckNs = System.nanoTime();
+    private static final int IDLE_CLOCK_EVERY = 16;
+    private long emptyPolls;
 
     DeadWriters(ManyToOneRingBuffer ring, MappedSegment file, String entity) {
         this.ring = ring;
@@ -47,10 +49,13 @@ final class DeadWriters implements AutoCloseable {
 
     /** A poll read nothing: skips a dead writer's record that has blocked the ring long enough. */
     void nothingRead() {
-        long now = System.nanoTime();
         long producerPosition = ring.producerPosition();
         if (producerPosition == ring.consumerPosition()) {
             stuckSinceNs = -1;
+            if ((++emptyPolls & (IDLE_CLOCK_EVERY - 1)) != 0) {
+                return; // an idle loop polls an empty ring often: the clock is read for one poll in IDLE_CLOCK_EVERY
+            }
+            long now = System.nanoTime();
             if (now - idleCheckNs > ShmMailbox.UNBLOCK_AFTER_MS * 1_000_000L) {
                 idleCheckNs = now;
                 List<Integer> dead = dead();
@@ -60,6 +65,7 @@ final class DeadWriters implements AutoCloseable {
             }
             return;
         }
+        long now = System.nanoTime();
         if (stuckSinceNs < 0) {
             stuckSinceNs = now;
         } else if (now - stuckSinceNs > ShmMailbox.UNBLOCK_AFTER_MS * 1_000_000L) {
