@@ -13,8 +13,9 @@ import java.util.Optional;
  * <h2>Who reads the mailbox</h2>
  * One thread at a time reads this entity's mailbox: a thread in {@link #poll} or {@link #receive} (its
  * handler gets the tensors; ACKs go to the transport on the way), a thread in {@link Delivery#await}, or,
- * when no thread of the application has read for a millisecond, a sending thread right after its send
- * (taking the ACKs already there) and the endpoint's own ACK thread (started by the first send). A tensor
+ * when no thread of the application has read for a millisecond, a sending thread right after it sent a
+ * tensor under 64 KiB (taking the ACKs already there) and the endpoint's own ACK thread (started by the first
+ * send). A tensor
  * that arrives while no handler reads is kept, in order, for the next {@code poll} or {@code receive}.
  * Outcomes are told on the thread that learns them, a sending thread included.
  *

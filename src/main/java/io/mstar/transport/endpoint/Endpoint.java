@@ -40,6 +40,8 @@ final class Endpoint implements TensorEndpoint {
     private static final Logger LOG = LoggerFactory.getLogger(TensorEndpoint.class);
     /** How long the application may leave the mailbox unread before the ACK thread reads it. */
     static final long IDLE_READ_NS = 1_000_000;
+    /** Tensors smaller than this have their sender read the ACKs waiting after it posts them. */
+    static final long SENDER_READS_ACKS_BELOW = 64 << 10;
 
     private final Deployment deployment;
     private final TensorTransport transport;
@@ -197,9 +199,11 @@ final class Endpoint implements TensorEndpoint {
         } catch (PeerUnavailableException e) {
             refuse(msb, lsb, to, e.getMessage());
         }
-        if (!reading.isHeldByCurrentThread()) {
-            // The sender takes the ACKs already waiting (unless the application polls): frees and outcomes then
-            // happen on a thread that runs anyway, and the ACK thread is needed only while the sender waits.
+        if (DescriptorCodec.nbytes(record, 0) < SENDER_READS_ACKS_BELOW && !reading.isHeldByCurrentThread()) {
+            // After a small tensor the sender takes the ACKs already waiting (unless the application polls):
+            // handing each to the ACK thread costs as much as applying it. After a large one it does not: a
+            // sender busy filling leaves its ACKs to the ACK thread, which then stays awake for the moment the
+            // sender waits on them (measured: 64 KiB and up were slower with the sender reading).
             readAcksIfIdle();
         }
     }
