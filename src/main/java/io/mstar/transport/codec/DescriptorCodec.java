@@ -416,32 +416,29 @@ public final class DescriptorCodec {
     // A producer's and a segment's names repeat on every record: their bytes are kept, and copied in one go.
     private static long putName(MemorySegment out, long p, String name) {
         out.set(SHORT, p, (short) name.length());
-        MemorySegment.copy(KnownNames.bytes(name), 0, out, p + 2, name.length());
+        MemorySegment.copy(EncodedNames.of(name).segment, 0, out, p + 2, name.length());
         return p + 2 + name.length();
     }
 
-    /** The ISO-8859-1 bytes of the names encoded last, shared by every thread (entries are immutable). */
-    private static final class KnownNames {
-        private static final Entry[] ENTRIES = new Entry[16];
+    /** The names encoded last, shared by every thread (entries are immutable, so a racy array is safe). */
+    private static final class EncodedNames {
+        private static final KnownBytes[] ENTRIES = new KnownBytes[16];
         private static int next; // racy on purpose: a lost update only replaces another entry
 
-        private record Entry(String name, MemorySegment bytes) {
-        }
-
-        static MemorySegment bytes(String name) {
-            for (Entry e : ENTRIES) {
+        static KnownBytes of(String name) {
+            for (KnownBytes e : ENTRIES) {
                 if (e != null && e.name == name) {
-                    return e.bytes;
+                    return e;
                 }
             }
-            for (Entry e : ENTRIES) {
+            for (KnownBytes e : ENTRIES) {
                 if (e != null && e.name.equals(name)) {
-                    return e.bytes;
+                    return e;
                 }
             }
-            Entry e = new Entry(name, MemorySegment.ofArray(name.getBytes(StandardCharsets.ISO_8859_1)));
+            KnownBytes e = new KnownBytes(name);
             ENTRIES[next++ & (ENTRIES.length - 1)] = e;
-            return e.bytes;
+            return e;
         }
     }
 
@@ -483,20 +480,24 @@ public final class DescriptorCodec {
         }
     }
 
-    /** An ASCII name and its bytes as little-endian words, the last word ending at the name's end. */
+    /**
+     * An ASCII name, its bytes (copied by the encoder) and those bytes as little-endian words (compared by
+     * the decoder), the last word ending at the name's end.
+     */
     private static final class KnownBytes {
         final String name;
+        final MemorySegment segment;
         private final byte[] bytes;
         private final long[] words;
 
         KnownBytes(String name) {
             this.name = name;
             this.bytes = name.getBytes(StandardCharsets.ISO_8859_1);
-            MemorySegment b = MemorySegment.ofArray(bytes);
+            this.segment = MemorySegment.ofArray(bytes);
             int n = bytes.length;
             words = new long[n < 8 ? 0 : (n + 7) / 8];
             for (int i = 0, w = 0; n >= 8 && w < words.length; i += 8, w++) {
-                words[w] = b.get(LONG, Math.min(i, n - 8)); // the last word overlaps the one before
+                words[w] = segment.get(LONG, Math.min(i, n - 8)); // the last word overlaps the one before
             }
         }
 
