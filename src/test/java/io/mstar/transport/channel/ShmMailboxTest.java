@@ -82,6 +82,15 @@ class ShmMailboxTest {
         }
     }
 
+    // Receives until the inbox holds `count` descriptors; fails when that takes 10 s.
+    private static void awaitDescriptors(ShmMailbox box, Inbox inbox, int count, String blocked) {
+        long start = System.nanoTime();
+        while (inbox.descriptors.size() < count) {
+            box.receive(inbox, Duration.ofSeconds(1));
+            assertTrue(System.nanoTime() - start < 10_000_000_000L, blocked);
+        }
+    }
+
     @Test
     void carriesDescriptorBatchesAndAcksBothWays() {
         try (ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"));
@@ -150,11 +159,7 @@ class ShmMailboxTest {
             assertEquals(0, consumer.unblocks());
 
             Posix.close(writer, raw.path()); // the writer dies: the kernel drops its slot lock
-            long died = System.nanoTime();
-            while (inbox.descriptors.isEmpty()) {
-                consumer.receive(inbox, Duration.ofSeconds(5));
-                assertTrue(System.nanoTime() - died < 10_000_000_000L, "the ring stayed blocked after its writer died");
-            }
+            awaitDescriptors(consumer, inbox, 1, "the ring stayed blocked after its writer died");
             assertEquals(List.of(descriptor(2)), inbox.descriptors);
             assertEquals(1, consumer.unblocks());
 
@@ -163,11 +168,7 @@ class ShmMailboxTest {
             assertTrue(ring.tryClaim(MailboxMessage.DESCRIPTORS, 100) >= 0);
             Posix.close(doomed, raw.path());
             producer.sendDescriptors("consumer", List.of(descriptor(3)));
-            long claimedAndDied = System.nanoTime();
-            while (inbox.descriptors.size() < 2) {
-                consumer.receive(inbox, Duration.ofSeconds(5));
-                assertTrue(System.nanoTime() - claimedAndDied < 10_000_000_000L, "the ring stayed blocked");
-            }
+            awaitDescriptors(consumer, inbox, 2, "the ring stayed blocked");
             assertEquals(List.of(descriptor(2), descriptor(3)), inbox.descriptors);
             assertEquals(2, consumer.unblocks());
         }
@@ -200,11 +201,7 @@ class ShmMailboxTest {
             buffer.putLongOrdered(capacity + RingBufferDescriptor.TAIL_POSITION_OFFSET, capacity); // claimed, no header
             Posix.close(writer, raw.path()); // and died
             producer.sendDescriptors("consumer", List.of(descriptor(4))); // wraps to the start
-            long start = System.nanoTime();
-            while (inbox.descriptors.isEmpty()) {
-                consumer.receive(inbox, Duration.ofSeconds(1));
-                assertTrue(System.nanoTime() - start < 10_000_000_000L, "the ring stayed blocked behind the claim");
-            }
+            awaitDescriptors(consumer, inbox, 1, "the ring stayed blocked behind the claim");
             assertEquals(List.of(descriptor(4)), inbox.descriptors);
             assertEquals(1, consumer.unblocks());
         }
