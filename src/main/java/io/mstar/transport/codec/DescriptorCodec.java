@@ -223,7 +223,7 @@ public final class DescriptorCodec {
         String requestId = decodeString(src, p + 2, n, STRING_FIELDS[0], true);
         p += 2 + n;
         n = Short.toUnsignedInt(src.get(SHORT, p));
-        String producer = RECENT_NAMES.get().name(src, p + 2, n, STRING_FIELDS[1]);
+        String producer = KnownNames.decoded(src, p + 2, n, STRING_FIELDS[1]);
         UUID uuid = new UUID(uuidMsb(src, offset), uuidLsb(src, offset));
         return new TensorDescriptor(uuid, requestId, producer, dtype(src, offset), shape, nbytes(src, offset),
             placement(src, offset), fileName(src, offset), tensorOffset(src, offset));
@@ -318,8 +318,8 @@ public final class DescriptorCodec {
             // Producers and file names repeat (a producer has a few segments): this thread's recent ones are reused.
             switch (s) {
                 case 0 -> checkUtf8(src, offset + p, n);
-                case 1 -> producer = RECENT_NAMES.get().name(src, offset + p, n, STRING_FIELDS[s]);
-                default -> fileName = RECENT_NAMES.get().name(src, offset + p, n, STRING_FIELDS[s]);
+                case 1 -> producer = KnownNames.decoded(src, offset + p, n, STRING_FIELDS[s]);
+                default -> fileName = KnownNames.decoded(src, offset + p, n, STRING_FIELDS[s]);
             }
             p += n;
         }
@@ -388,7 +388,7 @@ public final class DescriptorCodec {
         long p = offset + SHAPE_OFFSET + 8L * src.get(ValueLayout.JAVA_BYTE, offset + RANK_OFFSET);
         p += 2 + Short.toUnsignedInt(src.get(SHORT, p)); // requestId
         p += 2 + Short.toUnsignedInt(src.get(SHORT, p)); // producer
-        return RECENT_NAMES.get().name(src, p + 2, Short.toUnsignedInt(src.get(SHORT, p)), STRING_FIELDS[2]);
+        return KnownNames.decoded(src, p + 2, Short.toUnsignedInt(src.get(SHORT, p)), STRING_FIELDS[2]);
     }
 
     // ASCII goes byte by byte (no allocation); anything else through its UTF-8 bytes.
@@ -416,30 +416,8 @@ public final class DescriptorCodec {
     // A producer's and a segment's names repeat on every record: their bytes are kept, and copied in one go.
     private static long putName(MemorySegment out, long p, String name) {
         out.set(SHORT, p, (short) name.length());
-        MemorySegment.copy(EncodedNames.of(name).segment, 0, out, p + 2, name.length());
+        MemorySegment.copy(KnownNames.encoded(name), 0, out, p + 2, name.length());
         return p + 2 + name.length();
-    }
-
-    /** The names encoded last, shared by every thread (entries are immutable, so a racy array is safe). */
-    private static final class EncodedNames {
-        private static final KnownBytes[] ENTRIES = new KnownBytes[16];
-        private static int next; // racy on purpose: a lost update only replaces another entry
-
-        static KnownBytes of(String name) {
-            for (KnownBytes e : ENTRIES) {
-                if (e != null && e.name == name) {
-                    return e;
-                }
-            }
-            for (KnownBytes e : ENTRIES) {
-                if (e != null && e.name.equals(name)) {
-                    return e;
-                }
-            }
-            KnownBytes e = new KnownBytes(name);
-            ENTRIES[next++ & (ENTRIES.length - 1)] = e;
-            return e;
-        }
     }
 
     private static int utf8Length(String s) {
@@ -453,74 +431,6 @@ public final class DescriptorCodec {
 
     private static final String[] STRING_FIELDS = {"requestId", "producer", "fileName"};
     private static final int[] STRING_LIMITS = {MAX_REQUEST_ID_BYTES, 64, 255};
-    private static final ThreadLocal<RecentNames> RECENT_NAMES = ThreadLocal.withInitial(RecentNames::new);
-
-    /**
-     * The ASCII names a thread decoded last (producers, file names), so a repeated one allocates nothing,
-     * and a scratch array to decode the others from. A name is compared eight bytes at a time.
-     */
-    private static final class RecentNames {
-        private final byte[] scratch = new byte[MAX_REQUEST_ID_BYTES];
-        private final KnownBytes[] keys = new KnownBytes[16];
-        private int next;
-        private int lastHit;
-
-        String name(MemorySegment src, long offset, int n, String field) {
-            for (int k = 0; k < keys.length; k++) {
-                int i = (lastHit + k) % keys.length; // a record's names alternate: try where the last one was
-                if (keys[i] != null && keys[i].matches(src, offset, n)) {
-                    lastHit = i + 1;
-                    return keys[i].name;
-                }
-            }
-            String name = decodeString(src, offset, n, field, false);
-            keys[next] = new KnownBytes(name);
-            next = (next + 1) % keys.length;
-            return name;
-        }
-    }
-
-    /**
-     * An ASCII name, its bytes (copied by the encoder) and those bytes as little-endian words (compared by
-     * the decoder), the last word ending at the name's end.
-     */
-    private static final class KnownBytes {
-        final String name;
-        final MemorySegment segment;
-        private final byte[] bytes;
-        private final long[] words;
-
-        KnownBytes(String name) {
-            this.name = name;
-            this.bytes = name.getBytes(StandardCharsets.ISO_8859_1);
-            this.segment = MemorySegment.ofArray(bytes);
-            int n = bytes.length;
-            words = new long[n < 8 ? 0 : (n + 7) / 8];
-            for (int i = 0, w = 0; n >= 8 && w < words.length; i += 8, w++) {
-                words[w] = segment.get(LONG, Math.min(i, n - 8)); // the last word overlaps the one before
-            }
-        }
-
-        boolean matches(MemorySegment src, long offset, int n) {
-            if (n != bytes.length) {
-                return false;
-            }
-            if (n < 8) {
-                for (int i = 0; i < n; i++) {
-                    if (src.get(ValueLayout.JAVA_BYTE, offset + i) != bytes[i]) {
-                        return false;
-                    }
-                }
-                return true;
-            }
-            for (int w = 0; w < words.length; w++) {
-                if (src.get(LONG, offset + Math.min(8L * w, n - 8)) != words[w]) {
-                    return false;
-                }
-            }
-            return true;
-        }
-    }
 
     // A request id is checked for valid UTF-8; an ASCII one (the common case) without making a String.
     private static void checkUtf8(MemorySegment src, long offset, int n) {
@@ -532,8 +442,8 @@ public final class DescriptorCodec {
         }
     }
 
-    private static String decodeString(MemorySegment src, long offset, int n, String field, boolean utf8) {
-        byte[] raw = RECENT_NAMES.get().scratch;
+    static String decodeString(MemorySegment src, long offset, int n, String field, boolean utf8) {
+        byte[] raw = KnownNames.scratch();
         MemorySegment.copy(src, ValueLayout.JAVA_BYTE, offset, raw, 0, n);
         boolean ascii = true;
         for (int i = 0; i < n; i++) {
