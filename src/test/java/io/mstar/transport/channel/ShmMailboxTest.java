@@ -82,6 +82,11 @@ class ShmMailboxTest {
         }
     }
 
+    // The consumer's mailbox file mapped writable, as a sender maps it: to stage what a writer leaves behind.
+    private MappedSegment consumersMailboxFile() {
+        return MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"), MailboxDescriptor.FILE_BYTES, true);
+    }
+
     // Receives until the inbox holds `count` descriptors; fails when that takes 10 s.
     private static void awaitDescriptors(ShmMailbox box, Inbox inbox, int count, String blocked) {
         long start = System.nanoTime();
@@ -122,8 +127,7 @@ class ShmMailboxTest {
     void aHostileMessageIsCountedAndTheNextOneStillArrives() {
         try (ShmMailbox consumer = ShmMailbox.open(shm.deployment("mailbox-test", "consumer"));
              ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"));
-             MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
-                 MailboxDescriptor.FILE_BYTES, true)) {
+             MappedSegment raw = consumersMailboxFile()) {
             ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(), MailboxDescriptor.RING_FILE_BYTES));
             byte[] garbage = {8, 'p', 'r', 'o', 'd', 'u', 'c', 'e', 'r', 1, 0, 'x', 'y'};
             assertTrue(ring.write(MailboxMessage.DESCRIPTORS, new UnsafeBuffer(garbage), 0, garbage.length));
@@ -143,8 +147,7 @@ class ShmMailboxTest {
     void aRecordOfASlowWriterIsKeptAndOneOfADeadWriterIsSkipped() throws Exception {
         try (ShmMailbox consumer = ShmMailbox.open(shm.deployment("mailbox-test", "consumer"));
              ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"));
-             MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
-                 MailboxDescriptor.FILE_BYTES, true)) {
+             MappedSegment raw = consumersMailboxFile()) {
             int writer = registeredWriter(raw);
             ManyToOneRingBuffer ring = new ManyToOneRingBuffer(new UnsafeBuffer(raw.memory().address(),
                 MailboxDescriptor.RING_FILE_BYTES));
@@ -183,8 +186,7 @@ class ShmMailboxTest {
     void aHeaderlessClaimRunningToTheRingsEndIsSkippedOnceItsWriterDied() throws Exception {
         try (ShmMailbox consumer = ShmMailbox.open(shm.deployment("mailbox-test", "consumer"));
              ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"));
-             MappedSegment raw = MappedSegment.openPeer(shm.path(), ShmNames.mailbox(NS, "consumer"),
-                 MailboxDescriptor.FILE_BYTES, true)) {
+             MappedSegment raw = consumersMailboxFile()) {
             AtomicBuffer buffer = new UnsafeBuffer(raw.memory().address(), MailboxDescriptor.RING_FILE_BYTES);
             ManyToOneRingBuffer ring = new ManyToOneRingBuffer(buffer);
             int capacity = ring.capacity();
