@@ -91,6 +91,15 @@ public interface TensorChannel extends AutoCloseable {
         void descriptors(String fromEntity, List<TensorDescriptor> descriptors);
 
         void acks(String fromEntity, List<UUID> uuids);
+
+        /**
+         * Tensors a consumer refused to hand over (their slot was reused under it, {@code staleReads}): each frees
+         * that consumer's share as an ACK does; a listener that tells outcomes reports them failed. By default,
+         * as ACKs.
+         */
+        default void refusals(String fromEntity, List<UUID> uuids) {
+            acks(fromEntity, uuids);
+        }
     }
 
     /**
@@ -110,6 +119,12 @@ public interface TensorChannel extends AutoCloseable {
 
         /** Sends one ACK by its uuid's halves. */
         void sendAck(String toEntity, long uuidMsb, long uuidLsb);
+
+        /**
+         * Tells a tensor's producer that this consumer refused it (its slot was reused under the read): it frees
+         * this consumer's share as an ACK does, and the producer's outcome is a failure.
+         */
+        void sendRefusal(String toEntity, long uuidMsb, long uuidLsb);
 
         /**
          * Sends {@code count} ACKs in as few messages as fit, their uuids' halves in {@code uuidHalves} (most
@@ -132,5 +147,10 @@ public interface TensorChannel extends AutoCloseable {
         void descriptor(String fromEntity, MemorySegment record, long offset, int length);
 
         void ack(String fromEntity, long uuidMsb, long uuidLsb);
+
+        /** As {@link Listener#refusals}, one by one; by default as an ACK. */
+        default void refused(String fromEntity, long uuidMsb, long uuidLsb) {
+            ack(fromEntity, uuidMsb, uuidLsb);
+        }
     }
 }

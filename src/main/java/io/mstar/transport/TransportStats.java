@@ -21,6 +21,8 @@ package io.mstar.transport;
  * @param deadConsumerReclaims tensors freed because the consumer they went to died
  * @param claimsAbandoned    claims neither published nor aborted when their transport closed (freed then)
  * @param tensorsReceived    tensors opened or copied by this process as a consumer
+ * @param staleReads         tensors refused as a consumer because their slot was reused under the read (its
+ *                           stamp named another tensor): never handed over as good, their producers told
  * @param mappedPeerSegments peer segments mapped now
  * @param pinnedBytes        bytes of mapped segments registered with CUDA
  * @param pinnedSegments     segments registered with CUDA
@@ -47,6 +49,7 @@ public record TransportStats(
     long deadConsumerReclaims,
     long claimsAbandoned,
     long tensorsReceived,
+    long staleReads,
     int mappedPeerSegments,
     long pinnedBytes,
     int pinnedSegments,
@@ -62,7 +65,7 @@ public record TransportStats(
             + " acks=" + acks + " unknownAcks=" + unknownAcks + " ignoredAcks=" + ignoredAcks
             + " partiallyAcked=" + partiallyAcked + " ttlReclaims=" + ttlReclaims
             + " deadConsumerReclaims=" + deadConsumerReclaims + " claimsAbandoned=" + claimsAbandoned
-            + " tensorsReceived=" + tensorsReceived + " mappedPeerSegments=" + mappedPeerSegments
+            + " tensorsReceived=" + tensorsReceived + " staleReads=" + staleReads + " mappedPeerSegments=" + mappedPeerSegments
             + " pinnedBytes=" + pinnedBytes + " pinnedSegments=" + pinnedSegments + " cuda=\"" + cuda + "\""
             + " " + sendToAck.toLogFields("sendToAck") + " " + receiveToRelease.toLogFields("receiveToRelease")
             + (arena == null ? "" : " " + arena.toLogLine());

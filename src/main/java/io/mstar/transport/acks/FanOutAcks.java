@@ -19,9 +19,12 @@ import java.util.function.Supplier;
  * Tensors sent to named consumers (fan-out), each waiting for all of them: a tensor's slot may be freed
  * only when every named consumer has ACKed it or is dead. Per tensor, the consumers' names, a bit per
  * consumer still to ACK (at most {@value #MAX_CONSUMERS}), and the incarnation each was delivered to (its
- * liveness key, {@code entity@incarnation}, from the mailbox). A repeated ACK from the same consumer counts
- * once; an ACK from a consumer that was not named is refused. Thread-safe; a tensor sent to one consumer
- * never enters it, so the single-consumer path costs one {@code isEmpty()}.
+ * liveness key, {@code entity@incarnation}, from the mailbox). A share belongs to an incarnation, never to a
+ * bare entity name: until its descriptor reached one, the share is the sending thread's to settle (delivered,
+ * or {@link #frees refused}) and no liveness check judges it, so a check racing a restart cannot release a
+ * share that the new incarnation is about to read. A repeated ACK from the same consumer counts once; an ACK
+ * from a consumer that was not named is refused. Thread-safe; a tensor sent to one consumer never enters it,
+ * so the single-consumer path costs one {@code isEmpty()}.
  */
 public final class FanOutAcks {
     private static final Logger LOG = LoggerFactory.getLogger(FanOutAcks.class);
@@ -32,6 +35,12 @@ public final class FanOutAcks {
      * nobody counted, so a test can show that the counting is what keeps slow consumers' bytes intact.
      */
     static final boolean FIRST_ACK_FREES = Boolean.getBoolean("mstar.test.fanOutFirstAckFrees");
+    /**
+     * Test-only seam: {@code -Dmstar.test.bareShareKeys=true} keys a share by its entity name until it is
+     * delivered, as this class once did, so a fault campaign can show that incarnation keys are what keep a
+     * restarted consumer's tensors intact.
+     */
+    static final boolean BARE_SHARE_KEYS = Boolean.getBoolean("mstar.test.bareShareKeys");
 
     /** What one consumer's ACK did. */
     enum Outcome {
@@ -49,12 +58,12 @@ public final class FanOutAcks {
 
     private static final class Entry {
         final String[] consumers;
-        final String[] keys; // liveness key per consumer once delivered, else its entity name
+        final String[] keys; // liveness key (entity@incarnation) per consumer once delivered, else null
         long pending;
 
         Entry(String[] consumers) {
             this.consumers = consumers;
-            this.keys = consumers.clone();
+            this.keys = BARE_SHARE_KEYS ? consumers.clone() : new String[consumers.length];
             this.pending = consumers.length == MAX_CONSUMERS ? -1L : (1L << consumers.length) - 1;
         }
 
@@ -183,9 +192,10 @@ public final class FanOutAcks {
     }
 
     /**
-     * Drops the shares of consumers that {@code alive} says are dead; returns the tensors whose last share
+     * Drops the shares of incarnations that {@code alive} says are dead; returns the tensors whose last share
      * went, which the caller frees; {@code lost} hears of each share dropped. {@code alive} is asked per
-     * pending share: the caller caches its verdicts.
+     * pending share delivered to an incarnation (a dead incarnation stays dead, so the caller may cache its
+     * verdicts); a share not delivered yet is never asked about.
      */
     public List<UUID> dropDead(Predicate<String> alive, BiConsumer<UUID, String> lost) {
         List<UUID> freed = new ArrayList<>();
@@ -193,7 +203,7 @@ public final class FanOutAcks {
             Entry e = me.getValue();
             synchronized (e) {
                 for (int i = 0; i < e.consumers.length; i++) {
-                    if ((e.pending & (1L << i)) != 0 && !alive.test(e.keys[i])) {
+                    if ((e.pending & (1L << i)) != 0 && e.keys[i] != null && !alive.test(e.keys[i])) {
                         e.pending &= ~(1L << i);
                         lost.accept(me.getKey(), e.keys[i]);
                     }
@@ -206,12 +216,12 @@ public final class FanOutAcks {
         return freed;
     }
 
-    /** Adds the liveness key of every consumer that still holds a share of some tensor. */
+    /** Adds the liveness key of every incarnation that still holds a share of some tensor delivered to it. */
     public void pendingConsumers(Set<String> into) {
         for (Entry e : entries.values()) {
             synchronized (e) {
                 for (int i = 0; i < e.consumers.length; i++) {
-                    if ((e.pending & (1L << i)) != 0) {
+                    if ((e.pending & (1L << i)) != 0 && e.keys[i] != null) {
                         into.add(e.keys[i]);
                     }
                 }

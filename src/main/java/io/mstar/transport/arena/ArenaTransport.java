@@ -18,6 +18,7 @@ import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.StatsFile;
 import io.mstar.transport.liveness.ConsumerLiveness;
+import io.mstar.transport.liveness.SlotHolds;
 import io.mstar.transport.metrics.StatsJson;
 import io.mstar.transport.metrics.TransportCounters;
 import io.mstar.transport.metrics.TransportJmx;
@@ -95,7 +96,7 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
         this.arena = arena;
         arena.warnings().checkPinBudget(config.pin(), config.pinMaxMb() << 20);
         this.spill = new SpillStore(arena.owner());
-        this.peers = new PeerSegments(arena.owner().dir());
+        this.peers = new PeerSegments(arena.owner().dir(), counters);
         this.inFlight = new InFlightTensors(arena, spill);
         CapacityLadder ladder = new CapacityLadder(config, arena, counters, this::releaseExpired, inFlight::count);
         inFlight.wakes(ladder);
@@ -168,7 +169,8 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
         boolean timed = (++recordReceives & (RECEIVE_TIMING_SAMPLE - 1)) == 0;
         long start = timed ? System.nanoTime() : 0;
         peers.read(DescriptorCodec.fileName(record, offset), DescriptorCodec.tensorOffset(record, offset),
-            DescriptorCodec.nbytes(record, offset), reader);
+            DescriptorCodec.nbytes(record, offset), DescriptorCodec.uuidMsb(record, offset),
+            DescriptorCodec.uuidLsb(record, offset), reader);
         counters.received();
         if (timed) {
             counters.receiveToRelease().record(System.nanoTime() - start);
@@ -235,6 +237,9 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
         if (type == DeviceTransfers.class) {
             return Optional.of(type.cast(device));
         }
+        if (type == SlotHolds.class) {
+            return Optional.of(type.cast(inFlight));
+        }
         if (type == ConsumerLiveness.class) {
             return Optional.of(type.cast(consumers));
         }
@@ -248,6 +253,11 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     public void prepareToSend() {
         checkOpen();
         arena.prepare();
+    }
+
+    /** Test seam: frees a tensor's slot under its reader, as a bug would (its outcome stays undecided). */
+    void freeSlotUnderReader(UUID uuid) {
+        inFlight.freeBehindTracking(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
     }
 
     /** Frees slots and spill files that waited longer than the TTL for their ACK; returns how many. */

@@ -3,6 +3,7 @@ package io.mstar.transport.arena;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.exceptions.CapacityException;
 import io.mstar.transport.metrics.TransportCounters;
+import io.mstar.transport.shm.SlotStamp;
 
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
@@ -46,13 +47,13 @@ final class CapacityLadder {
     }
 
     /**
-     * A slot of at least {@code nbytes} (a zero-byte tensor still gets one, so its ACK works alike), or
-     * {@link SegmentedArena#FULL}: spill it.
+     * A slot for {@code nbytes} and the tensor's stamp ({@link SlotStamp}; a zero-byte tensor still gets one,
+     * so its ACK works alike), or {@link SegmentedArena#FULL}: spill it.
      *
      * @throws CapacityException in strict mode when the wait ended without a slot, or when interrupted
      */
     long reserve(long nbytes) {
-        long size = Math.max(1, nbytes);
+        long size = SlotStamp.slotBytes(nbytes);
         long slot = arena.reserve(size);
         if (slot != SegmentedArena.FULL) {
             return slot;

@@ -8,6 +8,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -111,27 +112,27 @@ final class ConsumerWatch implements ConsumerLiveness {
         }
         TensorFates report = fates;
         report.settle(); // an ACK a consumer sent before it exited may still wait to be read: it decides first
-        Set<String> held = new HashSet<>(); // the dead consumers that still held something
+        Map<String, int[]> held = new HashMap<>(); // per dead incarnation: tensors freed, shares released
         int released = 0;
         for (Object[] tensor : inFlight.heldBy(dead)) { // tensors in slots: their holder is in the table
             long msb = (long) tensor[0];
             long lsb = (long) tensor[1];
             if (inFlight.release(msb, lsb, null) != TransportCounters.NOT_IN_FLIGHT) {
                 released++;
-                held.add((String) tensor[2]);
+                held.computeIfAbsent((String) tensor[2], k -> new int[2])[0]++;
                 report.freed(msb, lsb, TensorFates.Fate.CONSUMER_DIED, (String) tensor[2]);
             }
         }
         for (Map.Entry<UUID, String> e : consumerOf.entrySet()) { // spill files
             if (dead.contains(e.getValue()) && consumerOf.remove(e.getKey(), e.getValue()) && inFlight.release(e.getKey())) {
                 released++;
-                held.add(e.getValue());
+                held.computeIfAbsent(e.getValue(), k -> new int[2])[0]++;
                 report.freed(e.getKey().getMostSignificantBits(), e.getKey().getLeastSignificantBits(),
                     TensorFates.Fate.CONSUMER_DIED, e.getValue());
             }
         }
         List<UUID> lastShares = fanOut.dropDead(key -> !dead.contains(key), (uuid, consumer) -> {
-            held.add(consumer);
+            held.computeIfAbsent(consumer, k -> new int[2])[1]++;
             report.freed(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), TensorFates.Fate.SHARE_LOST,
                 consumer);
         });
@@ -144,12 +145,16 @@ final class ConsumerWatch implements ConsumerLiveness {
         }
         counters.deadConsumerReclaimed(released);
         // One warning per dead consumer incarnation (an incident), however many checks find more of its tensors.
-        for (String consumer : held) {
+        held.forEach((consumer, counts) -> {
             if (deadReported.add(consumer)) {
-                LOG.warn("consumer died before ACKing: consumer={}; what only it held is freed, its share of fan-out"
-                    + " tensors released (count in deadConsumerReclaims)", consumer);
+                LOG.warn("consumer died before ACKing: consumer={}, tensorsFreed={}, fanOutSharesReleased={} (a fan-out"
+                    + " tensor is freed with its last share; count in deadConsumerReclaims)", consumer, counts[0],
+                    counts[1]);
+            } else {
+                LOG.debug("more of a dead consumer's tensors: consumer={}, tensorsFreed={}, fanOutSharesReleased={}",
+                    consumer, counts[0], counts[1]);
             }
-        }
+        });
         if (deadReported.size() > REPORTED_MAX) {
             deadReported.clear();
         }

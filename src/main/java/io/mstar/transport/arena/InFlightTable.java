@@ -19,6 +19,7 @@ final class InFlightTable extends UuidTable {
     private long[] sentAt = new long[INITIAL_CAPACITY];
     private String[] holders = new String[INITIAL_CAPACITY]; // the consumer (liveness key) each went to, or null
     private long removedSentAt; // of the last entry remove() found
+    private long removedNbytes; // of the last entry remove() found
 
     InFlightTable() {
         super(INITIAL_CAPACITY);
@@ -69,6 +70,7 @@ final class InFlightTable extends UuidTable {
         }
         long slot = slots[i];
         removedSentAt = sentAt[i];
+        removedNbytes = sizes[i];
         removeAt(i);
         assert !contains(msb, lsb) : "a uuid is in the table at most once";
         return slot;
@@ -77,6 +79,22 @@ final class InFlightTable extends UuidTable {
     /** The send time of the entry the last successful {@link #remove} removed. */
     long removedSentAt() {
         return removedSentAt;
+    }
+
+    /** The tensor size of the entry the last successful {@link #remove} removed. */
+    long removedNbytes() {
+        return removedNbytes;
+    }
+
+    /** The slot of a tensor in the table, or {@link #MISSING}; its size is then {@link #nbytesOf}. */
+    long slotOf(long msb, long lsb) {
+        int i = find(msb, lsb);
+        return i < 0 ? MISSING : slots[i];
+    }
+
+    long nbytesOf(long msb, long lsb) {
+        int i = find(msb, lsb);
+        return i < 0 ? -1 : sizes[i];
     }
 
     /** Removes and returns, one at a time, the slots of entries sent before {@code cutoffNs}. */

@@ -1,6 +1,8 @@
 package io.mstar.transport.arena;
 
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.liveness.SlotHolds;
+import io.mstar.transport.shm.SlotStamp;
 import io.mstar.transport.metrics.TransportCounters;
 import io.mstar.transport.spill.SpillStore;
 import org.slf4j.Logger;
@@ -8,10 +10,13 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 /**
@@ -19,13 +24,18 @@ import java.util.function.Consumer;
  * guarded here) or a spill file (in the {@link SpillStore}). Releasing one frees its slot, waking a send
  * that waits on the {@link CapacityLadder}, or removes its file. Thread-safe; tracking and releasing a
  * slot allocate nothing.
+ *
+ * <p>This is where the reuse rule holds for the producer: a slot goes back to the arena only when its tensor
+ * is released and no hold ({@link SlotHolds}: a network write not yet done) remains; its stamp
+ * ({@link SlotStamp}) is cleared just before.
  */
-final class InFlightTensors {
+final class InFlightTensors implements SlotHolds {
     private static final Logger LOG = LoggerFactory.getLogger(InFlightTensors.class);
 
     private final SegmentedArena arena;
     private final SpillStore spill;
     private final InFlightTable slots = new InFlightTable(); // guarded by itself
+    private final Map<Long, SlotHold> holds = new HashMap<>(); // by slot handle; guarded by slots
     private CapacityLadder ladder; // set once, before the first send
 
     InFlightTensors(SegmentedArena arena, SpillStore spill) {
@@ -53,16 +63,95 @@ final class InFlightTensors {
     long release(long msb, long lsb, UUID uuid) {
         long slot;
         long sentAt;
+        long nbytes;
         synchronized (slots) {
             slot = slots.remove(msb, lsb);
             sentAt = slots.removedSentAt();
+            nbytes = slots.removedNbytes();
+            if (slot != InFlightTable.MISSING && deferredByHold(slot, nbytes)) {
+                return sentAt;
+            }
         }
         if (slot != InFlightTable.MISSING) {
-            arena.free(slot);
-            ladder.freed();
+            free(slot, nbytes);
             return sentAt;
         }
         return spill.release(uuid != null ? uuid : new UUID(msb, lsb));
+    }
+
+    // Called with the table's lock held: a held slot is freed by its last hold's close instead.
+    private boolean deferredByHold(long slot, long nbytes) {
+        SlotHold hold = holds.get(slot);
+        if (hold == null) {
+            return false;
+        }
+        hold.releasedNbytes = nbytes;
+        return true;
+    }
+
+    private void free(long slot, long nbytes) {
+        arena.free(slot, nbytes);
+        ladder.freed();
+    }
+
+    @Override
+    public Hold hold(long msb, long lsb) {
+        synchronized (slots) {
+            long slot = slots.slotOf(msb, lsb);
+            if (slot == InFlightTable.MISSING) {
+                return NONE;
+            }
+            SlotHold hold = holds.computeIfAbsent(slot, SlotHold::new);
+            hold.count++;
+            return hold.handle();
+        }
+    }
+
+    // The last hold on a slot is closed: a slot released meanwhile is freed now.
+    private void unhold(SlotHold hold) {
+        synchronized (slots) {
+            if (--hold.count > 0) {
+                return;
+            }
+            holds.remove(hold.slot);
+            if (hold.releasedNbytes < 0) {
+                return;
+            }
+        }
+        free(hold.slot, hold.releasedNbytes);
+    }
+
+    /** The holds on one slot, and the tensor size to free it with once it was released meanwhile (else -1). */
+    private final class SlotHold {
+        final long slot;
+        int count;
+        long releasedNbytes = -1;
+
+        SlotHold(long slot) {
+            this.slot = slot;
+        }
+
+        Hold handle() {
+            AtomicBoolean open = new AtomicBoolean(true);
+            return () -> {
+                if (open.compareAndSet(true, false)) {
+                    unhold(this);
+                }
+            };
+        }
+    }
+
+    /** Test seam: frees a tensor's slot as a bug would, leaving the tensor in flight with its outcome undecided. */
+    void freeBehindTracking(long msb, long lsb) {
+        long slot;
+        long nbytes;
+        synchronized (slots) {
+            slot = slots.slotOf(msb, lsb);
+            nbytes = slots.nbytesOf(msb, lsb);
+        }
+        if (slot != InFlightTable.MISSING) {
+            arena.free(slot, nbytes);
+        }
     }
 
     boolean release(UUID uuid) {
@@ -119,12 +208,15 @@ final class InFlightTensors {
         long cutoff = now - ttl.toNanos();
         List<long[]> expired = new ArrayList<>();
         synchronized (slots) {
-            slots.removeOlderThan(cutoff, (msb, lsb, slot, nbytes, sentAt) -> expired.add(new long[] {msb, lsb, slot, sentAt}));
+            slots.removeOlderThan(cutoff, (msb, lsb, slot, nbytes, sentAt) -> expired.add(new long[] {msb, lsb,
+                deferredByHold(slot, nbytes) ? InFlightTable.MISSING : slot, sentAt, nbytes}));
         }
         long oldestMs = 0;
         for (long[] e : expired) {
             forget.accept(new UUID(e[0], e[1]));
-            arena.free(e[2]);
+            if (e[2] != InFlightTable.MISSING) {
+                arena.free(e[2], e[4]);
+            }
             oldestMs = Math.max(oldestMs, (now - e[3]) / 1_000_000);
         }
         List<UUID> expiredSpills = spill.releaseOlderThan(cutoff);

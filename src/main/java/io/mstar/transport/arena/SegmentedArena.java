@@ -14,6 +14,7 @@ import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.shm.MappingListener;
 import io.mstar.transport.shm.ShmFullException;
+import io.mstar.transport.shm.SlotStamp;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -279,6 +280,19 @@ public final class SegmentedArena implements AutoCloseable {
     private long reserved(int position, long offset) {
         reserves++;
         return SlotHandle.of(generations[position], position, offset);
+    }
+
+    /**
+     * Clears the stamp of a tensor of {@code nbytes} in a live slot ({@link SlotStamp}), then frees the slot:
+     * a reader still looking at it sees that it is no longer that tensor's.
+     */
+    public synchronized FreeOutcome free(long slot, long nbytes) {
+        int p = livePosition(slot);
+        if (p >= 0 && !recentFrees.holds(slot) && SlotStamp.at(offset(slot), nbytes) + SlotStamp.STAMP_BYTES
+            <= offset(slot) + allocators[p].slotBytes(offset(slot))) {
+            SlotStamp.clear(segments[p].memory(), offset(slot), nbytes);
+        }
+        return free(slot);
     }
 
     /** Frees a slot; a stale, double or unknown handle changes nothing and is counted. */

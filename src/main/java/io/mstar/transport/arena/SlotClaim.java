@@ -67,7 +67,7 @@ final class SlotClaim implements TensorClaim {
     @Override
     public void abort() {
         end();
-        writer.abort(slot);
+        writer.abort(slot, nbytes);
     }
 
     @Override

@@ -9,6 +9,7 @@ import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.TensorUuids;
 import io.mstar.transport.metrics.TransportCounters;
+import io.mstar.transport.shm.SlotStamp;
 import io.mstar.transport.spill.SpillStore;
 
 import java.lang.foreign.MemorySegment;
@@ -68,11 +69,12 @@ final class SlotWriter {
     }
 
     private TensorDescriptor send(String requestId, Tensor tensor, UUID uuid) {
-        long slot = reserve(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), tensor.nbytes());
+        long slot = ladder.reserve(tensor.nbytes());
         if (slot == SegmentedArena.FULL) {
             return spill(requestId, tensor, uuid);
         }
-        MemorySegment.copy(tensor.data(), 0, arena.segmentMemory(slot), SegmentedArena.offset(slot), tensor.nbytes());
+        MemorySegment memory = track(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), slot, tensor.nbytes());
+        MemorySegment.copy(tensor.data(), 0, memory, SegmentedArena.offset(slot), tensor.nbytes());
         return describe(uuid, requestId, tensor.dtype(), tensor.shape(), tensor.nbytes(), slot);
     }
 
@@ -83,13 +85,14 @@ final class SlotWriter {
         long msb = uuids.msb();
         long lsb = uuids.lsb();
         long nbytes = tensor.nbytes();
-        long slot = reserve(msb, lsb, nbytes);
+        long slot = ladder.reserve(nbytes);
         if (slot == SegmentedArena.FULL) {
             return DescriptorCodec.encode(spill(requestId, tensor, new UUID(msb, lsb)), out, offset);
         }
         boolean ok = false;
         try {
-            MemorySegment.copy(tensor.data(), 0, arena.segmentMemory(slot), SegmentedArena.offset(slot), nbytes);
+            MemorySegment memory = track(msb, lsb, slot, nbytes);
+            MemorySegment.copy(tensor.data(), 0, memory, SegmentedArena.offset(slot), nbytes);
             int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), tensor, nbytes,
                 Placement.ARENA, arena.segmentName(slot), SegmentedArena.offset(slot), out, offset);
             counters.sent(nbytes);
@@ -117,7 +120,9 @@ final class SlotWriter {
             return spill.claim(requestId, dtype, shape, new UUID(msb, lsb), counters, true);
         }
         counters.claimOpened();
-        MemorySegment memory = arena.segmentMemory(slot).asSlice(SegmentedArena.offset(slot), nbytes);
+        MemorySegment segment = arena.segmentMemory(slot);
+        SlotStamp.write(segment, SegmentedArena.offset(slot), nbytes, msb, lsb);
+        MemorySegment memory = segment.asSlice(SegmentedArena.offset(slot), nbytes);
         return new SlotClaim(this, requestId, dtype, shape, nbytes, msb, lsb, slot, memory);
     }
 
@@ -142,22 +147,30 @@ final class SlotWriter {
     }
 
     /** A claimed slot goes back to the allocator; after the transport closed it went with the arena. */
-    void abort(long slot) {
+    void abort(long slot, long nbytes) {
         if (arena.isClosed()) {
             return;
         }
         counters.claimEnded();
-        arena.free(slot);
+        arena.free(slot, nbytes);
         ladder.freed();
     }
 
-    /** A slot for the tensor, tracked in flight from now on; or {@link SegmentedArena#FULL}: spill it. */
+    /** A slot for the tensor, stamped and tracked in flight from now on; or {@link SegmentedArena#FULL}: spill it. */
     long reserve(long msb, long lsb, long nbytes) {
         long slot = ladder.reserve(nbytes);
         if (slot != SegmentedArena.FULL) {
-            inFlight.track(msb, lsb, slot, nbytes);
+            track(msb, lsb, slot, nbytes);
         }
         return slot;
+    }
+
+    // Stamps a reserved slot with its tensor and tracks it in flight; returns the segment's memory.
+    private MemorySegment track(long msb, long lsb, long slot, long nbytes) {
+        MemorySegment segment = arena.segmentMemory(slot);
+        SlotStamp.write(segment, SegmentedArena.offset(slot), nbytes, msb, lsb);
+        inFlight.track(msb, lsb, slot, nbytes);
+        return segment;
     }
 
     /** The address where the bytes of a reserved slot go (for native copies). */

@@ -24,7 +24,7 @@ import java.util.UUID;
  * type says what the message carries.
  *
  * <pre>
- *   message (little-endian), type 1 = descriptors, 2 = ACKs:
+ *   message (little-endian), type 1 = descriptors, 2 = ACKs, 3 = refusals (laid out as ACKs):
  *  +----------+---------------------+-----------+-------------------------------------------+
  *  | u8 n     | sender entity (n B) | u16 count | count descriptor records | count x 16 B uuid |
  *  +----------+---------------------+-----------+-------------------------------------------+
@@ -37,6 +37,11 @@ final class MailboxMessage {
     static final int DESCRIPTORS = 1;
     /** Record type of a message of ACKs. */
     static final int ACKS = 2;
+    /**
+     * Record type of a message of refusals: tensors the consumer would not hand over (their slot was reused
+     * under it); laid out as ACKs, and like an ACK each frees the consumer's share.
+     */
+    static final int REFUSALS = 3;
     /** Bytes of one ACK. */
     static final int UUID_LENGTH = 16;
     private static final int MAX_ENTITY_LENGTH = 64;
@@ -118,12 +123,16 @@ final class MailboxMessage {
          */
         void dispatch(int i, Deployment reader, TensorChannel.Listener listener) {
             String from = begin(i);
-            if (types[i] == ACKS) {
+            if (types[i] == ACKS || types[i] == REFUSALS) {
                 List<UUID> uuids = new ArrayList<>(items);
                 for (int k = 0; k < items; k++, p += UUID_LENGTH) {
                     uuids.add(new UUID(area.get(LONG, p), area.get(LONG, p + 8)));
                 }
-                listener.acks(from, uuids);
+                if (types[i] == ACKS) {
+                    listener.acks(from, uuids);
+                } else {
+                    listener.refusals(from, uuids);
+                }
             } else {
                 List<TensorDescriptor> descriptors = new ArrayList<>(items);
                 for (int k = 0; k < items; k++) {
@@ -148,6 +157,10 @@ final class MailboxMessage {
                 for (int k = 0; k < items; k++, p += UUID_LENGTH) {
                     listener.ack(from, area.get(LONG, p), area.get(LONG, p + 8));
                 }
+            } else if (types[i] == REFUSALS) {
+                for (int k = 0; k < items; k++, p += UUID_LENGTH) {
+                    listener.refused(from, area.get(LONG, p), area.get(LONG, p + 8));
+                }
             } else {
                 while (p < limit) { // framed by begin(): every record's length fits
                     int length = DescriptorCodec.recordLength(area, p, limit - p);
@@ -170,7 +183,7 @@ final class MailboxMessage {
             p += 1 + n;
             items = Short.toUnsignedInt(area.get(SHORT, p));
             p += 2;
-            if (type == ACKS) {
+            if (type == ACKS || type == REFUSALS) {
                 if (limit - p != (long) UUID_LENGTH * items) {
                     throw new DescriptorFormatException("acks", items + " uuids need " + UUID_LENGTH * items
                         + " bytes, found " + (limit - p));

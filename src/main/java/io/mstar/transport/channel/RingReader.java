@@ -77,7 +77,7 @@ final class RingReader {
                     continue;
                 }
                 bytesRead += align(length);
-                if (type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS) {
+                if (type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS || type == MailboxMessage.REFUSALS) {
                     handler.onMessage(type, buffer, index + HEADER_LENGTH, length - HEADER_LENGTH);
                     messages++;
                 } else if (type != PADDING) {
@@ -118,7 +118,8 @@ final class RingReader {
     }
 
     private static boolean knownType(int type, int length) {
-        return type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS || type == PADDING
+        return type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS || type == MailboxMessage.REFUSALS
+            || type == PADDING
             || length < 0 && type == 0; // a claim whose type is not written yet
     }
 

@@ -303,13 +303,22 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
 
     @Override
     public void sendAck(String toEntity, long uuidMsb, long uuidLsb) {
+        sendOne(toEntity, MailboxMessage.ACKS, uuidMsb, uuidLsb);
+    }
+
+    @Override
+    public void sendRefusal(String toEntity, long uuidMsb, long uuidLsb) {
+        sendOne(toEntity, MailboxMessage.REFUSALS, uuidMsb, uuidLsb);
+    }
+
+    private void sendOne(String toEntity, int type, long uuidMsb, long uuidLsb) {
         enter();
         try {
             PeerMailbox peer = peers.get(toEntity);
             Outbox out = outboxes.get();
             MailboxMessage.start(out.message, entityAscii);
             out.message.putLong(uuidMsb).putLong(uuidLsb);
-            flush(peer, MailboxMessage.ACKS, out, 1);
+            flush(peer, type, out, 1);
         } finally {
             exit();
         }

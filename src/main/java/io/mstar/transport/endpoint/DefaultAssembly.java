@@ -13,6 +13,7 @@ import io.mstar.transport.channel.ShmMailbox;
 import io.mstar.transport.exceptions.ConfigurationException;
 import io.mstar.transport.exceptions.MstarTransportException;
 import io.mstar.transport.liveness.ConsumerLiveness;
+import io.mstar.transport.liveness.SlotHolds;
 import io.mstar.transport.remote.RoutedMailbox;
 import io.mstar.transport.spill.FileTransport;
 import org.slf4j.Logger;
@@ -54,7 +55,7 @@ public final class DefaultAssembly implements TensorTransports.Assembly {
         try {
             RoutedMailbox routed = RoutedMailbox.open(local, deployment);
             if (producer != null) {
-                routed.attach(producer);
+                routed.attach(producer, transport.capability(SlotHolds.class).orElse((msb, lsb) -> SlotHolds.NONE));
             }
             ok = true;
             return routed;

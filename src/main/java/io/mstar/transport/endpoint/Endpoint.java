@@ -16,6 +16,7 @@ import io.mstar.transport.acks.TensorFates;
 import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.PeerUnavailableException;
+import io.mstar.transport.exceptions.StaleTensorException;
 import io.mstar.transport.remote.RoutedMailbox;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
@@ -143,15 +144,12 @@ final class Endpoint implements TensorEndpoint {
         try {
             channel.sendDescriptors(to, descriptors);
         } catch (PeerUnavailableException e) {
-            if (fanOut) { // the others have them; this one's share goes with the liveness check
-                for (TensorDescriptor d : descriptors) {
-                    outcomes.refused(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), e.entity(),
-                        e.getMessage());
-                }
-            } else {
-                for (TensorDescriptor d : descriptors) {
-                    refuse(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), to.getFirst(),
-                        e.getMessage());
+            // The others have them. Each consumer that never got them gives up its share now: no incarnation
+            // holds it, so no liveness check ever would (a restarted one would leave it pending for good).
+            refuseAll(e, descriptors);
+            for (Throwable more : e.getSuppressed()) {
+                if (more instanceof PeerUnavailableException other) {
+                    refuseAll(other, descriptors);
                 }
             }
         }
@@ -208,6 +206,12 @@ final class Endpoint implements TensorEndpoint {
         }
     }
 
+    private void refuseAll(PeerUnavailableException e, List<TensorDescriptor> descriptors) {
+        for (TensorDescriptor d : descriptors) {
+            refuse(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), e.entity(), e.getMessage());
+        }
+    }
+
     // A tensor that never reached its consumer: failed, then freed (its ACK finds it decided).
     private void refuse(long msb, long lsb, String consumer, String why) {
         outcomes.refused(msb, lsb, consumer, why);
@@ -258,20 +262,30 @@ final class Endpoint implements TensorEndpoint {
     // Called with the reading lock held.
     private void dispatch(String from, MemorySegment record, long at, int length, TensorHandler handler) {
         boolean kept = false;
+        boolean stale = false;
         try {
             kept = incoming.deliver(from, record, at, length, handler, transport);
+        } catch (StaleTensorException e) {
+            stale = true; // counted and logged where the stamp was read; the producer hears of it below
         } finally {
             if (!kept && DescriptorCodec.recordLength(record, at, length) == length) {
                 // Each at once: gathering a poll's ACKs into one message made producers wait (docs/benchmarks.md).
-                ack(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at));
+                ack(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at), stale);
             }
         }
     }
 
-    /** Sends an ACK to a tensor's producer; a producer that is gone needs none. */
-    void ack(String producer, long msb, long lsb) {
+    /**
+     * Sends an ACK to a tensor's producer, or a refusal when the tensor's slot was reused under the read; a
+     * producer that is gone needs neither.
+     */
+    void ack(String producer, long msb, long lsb, boolean refused) {
         try {
-            records.sendAck(producer, msb, lsb);
+            if (refused) {
+                records.sendRefusal(producer, msb, lsb);
+            } else {
+                records.sendAck(producer, msb, lsb);
+            }
         } catch (PeerUnavailableException e) {
             LOG.debug("ACK not sent, its producer is gone: {}", e.getMessage());
         }
@@ -353,6 +367,13 @@ final class Endpoint implements TensorEndpoint {
 
         @Override
         public void ack(String from, long msb, long lsb) {
+            transport.records().ack(from, msb, lsb);
+        }
+
+        @Override
+        public void refused(String from, long msb, long lsb) {
+            outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, "consumer " + from + " refused it: its slot was"
+                + " reused before it was read (counted in that consumer's staleReads)");
             transport.records().ack(from, msb, lsb);
         }
     }

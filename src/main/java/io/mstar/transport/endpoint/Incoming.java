@@ -8,6 +8,7 @@ import io.mstar.transport.TensorHandler;
 import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.shm.MappedView;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -232,13 +233,17 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
             return view.data();
         }
 
-        /** Releases the view, then ACKs the tensor to its producer. */
+        /**
+         * Releases the view, then ACKs the tensor to its producer; or refuses it when its slot was reused while it
+         * was kept (counted in {@code staleReads}).
+         */
         @Override
         public synchronized void close() {
             if (!closed) {
                 closed = true;
+                boolean intact = !(view instanceof MappedView mapped) || mapped.intact();
                 view.close();
-                endpoint.ack(from, msb, lsb);
+                endpoint.ack(from, msb, lsb, !intact);
             }
         }
     }

@@ -27,6 +27,7 @@ public final class TransportCounters {
     private final AtomicLong tensorsReceived = new AtomicLong();
     private final AtomicLong openClaims = new AtomicLong();
     private final AtomicLong claimsAbandoned = new AtomicLong();
+    private final AtomicLong staleReads = new AtomicLong();
     private final LatencyHistogram sendToAck = new LatencyHistogram();
     private final LatencyHistogram receiveToRelease = new LatencyHistogram();
 
@@ -105,6 +106,11 @@ public final class TransportCounters {
         tensorsReceived.incrementAndGet();
     }
 
+    /** A tensor was refused because its slot was reused under the read; returns how many so far. */
+    public long staleRead() {
+        return staleReads.incrementAndGet();
+    }
+
     /** Where the view of a received tensor records the time from its receive to its close. */
     public LatencyHistogram receiveToRelease() {
         return receiveToRelease;
@@ -120,6 +126,6 @@ public final class TransportCounters {
         return new TransportStats(transport, arena, tensorsSent.get(), bytesSent.get(), inFlight, spills.get(),
             spillBytes.get(), waits.get(), waitNs.get(), acks.get(), unknownAcks.get(), ignoredAcks.get(),
             partiallyAcked, ttlReclaims.get(), deadConsumerReclaims.get(), claimsAbandoned.get(), tensorsReceived.get(),
-            mappedPeerSegments, pinnedBytes, pinnedSegments, cuda, sendToAck.snapshot(), receiveToRelease.snapshot());
+            staleReads.get(), mappedPeerSegments, pinnedBytes, pinnedSegments, cuda, sendToAck.snapshot(), receiveToRelease.snapshot());
     }
 }

@@ -75,6 +75,7 @@ public final class TransportMetrics implements MeterBinder {
         counter(registry, tags, "reclaims.ttl", null, TransportStats::ttlReclaims);
         counter(registry, tags, "reclaims.dead.consumer", null, TransportStats::deadConsumerReclaims);
         counter(registry, tags, "tensors.received", null, TransportStats::tensorsReceived);
+        counter(registry, tags, "reads.stale", null, TransportStats::staleReads);
         gauge(registry, tags, "in.flight", null, TransportStats::inFlight);
         gauge(registry, tags, "arena.used", "bytes", s -> s.arena() == null ? 0 : s.arena().usedBytes());
         gauge(registry, tags, "arena.capacity", "bytes", s -> s.arena() == null ? 0 : s.arena().capacityBytes());

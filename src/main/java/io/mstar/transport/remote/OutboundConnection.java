@@ -5,6 +5,7 @@ import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.remote.RemoteProtocol.Violation;
+import io.mstar.transport.shm.MappedView;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
@@ -89,6 +90,14 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         return ready.isCompletedExceptionally() || (c != null && !c.isActive() && ready.isDone());
     }
 
+    /** Closes the connection: writes still queued fail and let go of their slots. */
+    void close() {
+        Channel c = channel;
+        if (c != null) {
+            c.close();
+        }
+    }
+
     boolean isReady() {
         Channel c = channel;
         return ready.isDone() && !ready.isCompletedExceptionally() && c != null && c.isActive();
@@ -121,7 +130,7 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    private static void writeNow(Channel c, TensorDescriptor d, ReceivedTensor view) {
+    private void writeNow(Channel c, TensorDescriptor d, ReceivedTensor view) {
         MemorySegment data = view.data();
         CompositeByteBuf message = c.alloc().compositeDirectBuffer(2 + (int) (d.nbytes() / PIECE));
         CRC32C crc = new CRC32C();
@@ -133,6 +142,13 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
                 : ByteBuffer.wrap(data.asSlice(at, n).toArray(ValueLayout.JAVA_BYTE));
             crc.update(piece.duplicate());
             message.addComponent(true, Unpooled.wrappedBuffer(piece));
+        }
+        // A slot reused before its checksum was taken is not sent; one reused later fails the receiver's check.
+        if (view instanceof MappedView mapped && !mapped.intact()) {
+            message.release();
+            view.close();
+            link.staleHere(entity, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits());
+            return;
         }
         ByteBuf header = c.alloc().buffer(RemoteProtocol.MAX_FRAME + RemoteProtocol.LENGTH_FIELD);
         RemoteProtocol.writeTensor(header, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(),

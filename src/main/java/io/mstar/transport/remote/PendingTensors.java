@@ -8,6 +8,7 @@ import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 /**
  * The tensors this process sent to other nodes and that are not confirmed yet, one entry per (tensor,
@@ -61,8 +62,12 @@ final class PendingTensors {
         return !goneWindows.containsKey(key);
     }
 
-    /** Marks the windows with a tensor unconfirmed for the timeout gone; on the event loop's timer. */
-    void expire() {
+    /**
+     * Marks the windows with a tensor unconfirmed for the timeout gone, on the event loop's timer; each gone
+     * consumer is handed to {@code closeFirst} before its window is marked, so its connection's queued writes
+     * are discarded before the transport may free their slots.
+     */
+    void expire(Consumer<String> closeFirst) {
         long now = System.nanoTime();
         goneWindows.values().removeIf(w -> window(now) - w > 100L * WINDOWS_PER_TIMEOUT); // long since freed
         Set<String> gone = null;
@@ -75,6 +80,7 @@ final class PendingTensors {
             return;
         }
         for (String key : gone) {
+            closeFirst.accept(key.substring(0, key.indexOf('@')));
             goneWindows.put(key, Long.parseLong(key.substring(key.indexOf('@') + 1), 16));
             int[] count = {0};
             pending.values().removeIf(p -> p.key().equals(key) && ++count[0] > 0);

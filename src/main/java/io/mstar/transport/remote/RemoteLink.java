@@ -15,8 +15,10 @@ import io.mstar.transport.exceptions.ConfigurationException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
+import io.mstar.transport.liveness.SlotHolds;
 import io.mstar.transport.remote.RemoteProtocol.Refusal;
 import io.mstar.transport.remote.RemoteProtocol.TensorHeader;
+import io.mstar.transport.shm.MappedView;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,6 +53,11 @@ public final class RemoteLink implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
     private static final long CHECK_INTERVAL_MS = 100;
     private static final long HANDSHAKE_TIMEOUT_MAX_NS = 5_000_000_000L;
+    /**
+     * Test-only seam: {@code -Dmstar.test.noWriteHold=true} neither holds a slot while its write is queued nor
+     * closes a timed-out connection, so a test can show that these are what keep a reused slot off the wire.
+     */
+    static final boolean NO_WRITE_HOLD = Boolean.getBoolean("mstar.test.noWriteHold");
 
     /** Told of each tensor sent from here that a remote node refused, on the link's thread. */
     public interface RefusalListener {
@@ -90,6 +97,7 @@ public final class RemoteLink implements AutoCloseable {
     private final InboundQueue inbound;
     private final ConnectionGate gate;
     private volatile RefusalListener refusals;
+    private volatile SlotHolds holds = (msb, lsb) -> SlotHolds.NONE; // the producer's slots, held while written
     private final CloseOnce closer = new CloseOnce();
 
     private RemoteLink(Deployment deployment, TensorTransport arena, Map<String, Set<InetAddress>> placements) {
@@ -153,13 +161,13 @@ public final class RemoteLink implements AutoCloseable {
         RemoteLink link = null;
         try {
             link = new RemoteLink(deployment, arena, placements);
+            RemoteLink self = link;
             if (config.listen() != null) {
-                RemoteLink self = link;
                 link.carrier.listen(TcpCarrier.address(config.listen()),
                     () -> new InboundConnection(self));
             }
-            link.carrier.group().scheduleAtFixedRate(link.pending::expire, CHECK_INTERVAL_MS, CHECK_INTERVAL_MS,
-                TimeUnit.MILLISECONDS);
+            link.carrier.group().scheduleAtFixedRate(() -> self.pending.expire(self::closeConnection),
+                CHECK_INTERVAL_MS, CHECK_INTERVAL_MS, TimeUnit.MILLISECONDS);
             LOG.info("cross-node path up: entity={}, listen={}, remote entities={}, timeout={} s, {}, secret from {}",
                 link.entity, config.listen(), config.entities(), config.timeout().toMillis() / 1e3,
                 link.carrier.describe(), config.secret() == null ? "nowhere (insecure)" : config.secretSource());
@@ -193,6 +201,14 @@ public final class RemoteLink implements AutoCloseable {
         return senders.contains(entity) || config.isRemote(entity);
     }
 
+    /**
+     * The producer transport whose slots this link sends from: each is held until the socket has taken its last
+     * byte or its connection closed, so it is never reused while a write may still read it.
+     */
+    public void holdSlotsOf(SlotHolds producer) {
+        this.holds = producer;
+    }
+
     /** Where refusals of tensors sent from here are told (the endpoint); without one they time out. */
     public void onRefused(RefusalListener listener) {
         this.refusals = listener;
@@ -219,7 +235,7 @@ public final class RemoteLink implements AutoCloseable {
                 long msb = d.uuid().getMostSignificantBits();
                 long lsb = d.uuid().getLeastSignificantBits();
                 pending.add(msb, lsb, to, key); // before a byte leaves: LANDED may be quick
-                ReceivedTensor view = arena.receive(d);
+                ReceivedTensor view = heldView(d, msb, lsb);
                 boolean written = false;
                 try {
                     connection.write(d, view, deadline);
@@ -237,6 +253,39 @@ public final class RemoteLink implements AutoCloseable {
                 counters.bytesSent.addAndGet(d.nbytes());
             }
             return key;
+        }
+    }
+
+    // The slot's bytes to write, held until the write is done or failed (closing the view lets go).
+    private ReceivedTensor heldView(TensorDescriptor d, long msb, long lsb) {
+        SlotHolds.Hold hold = NO_WRITE_HOLD ? SlotHolds.NONE : holds.hold(msb, lsb);
+        boolean ok = false;
+        try {
+            MappedView view = (MappedView) arena.receive(d);
+            ok = true;
+            return new MappedView(d, view.data(), () -> {
+                try {
+                    view.close();
+                } finally {
+                    hold.close();
+                }
+            }, view::intact);
+        } finally {
+            if (!ok) {
+                hold.close();
+            }
+        }
+    }
+
+    /**
+     * A tensor whose slot was reused before its bytes were checksummed: not sent, and the producer is told
+     * (counted in staleReads where the stamp was read).
+     */
+    void staleHere(String consumer, long msb, long lsb) {
+        RefusalListener listener = refusals;
+        if (listener != null && pending.remove(msb, lsb, consumer)) {
+            listener.refused(consumer, msb, lsb, "its slot was reused before it was sent to " + consumer
+                + " (counted in staleReads)");
         }
     }
 
@@ -271,6 +320,18 @@ public final class RemoteLink implements AutoCloseable {
         }
         throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.address
             + " cannot be reached and authenticated: " + c.whyNotReady() + " (" + RemoteConfig.TIMEOUT_S + ")");
+    }
+
+    /**
+     * Closes the connection to an entity whose tensors timed out, before their slots may be freed: its queued
+     * writes are discarded (their holds let go) instead of sending a reused slot's bytes later.
+     */
+    private void closeConnection(String to) {
+        Peer peer = peers.get(to);
+        OutboundConnection c = peer == null ? null : peer.connection;
+        if (c != null && !NO_WRITE_HOLD) {
+            c.close();
+        }
     }
 
     /** Connects to {@code to} (again and again while it refuses) until the handshake is done, or the timeout passes. */

@@ -8,6 +8,7 @@ import io.mstar.transport.channel.ShmMailbox;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.DescriptorFormatException;
 import io.mstar.transport.liveness.ConsumerLiveness;
+import io.mstar.transport.liveness.SlotHolds;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 
@@ -45,9 +46,11 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
 
     /**
      * As {@link ShmMailbox#attach}: the transport learns where each batch went, local or remote, and asks this
-     * mailbox whether a consumer lives (a remote one: whether what was sent to it may still be confirmed).
+     * mailbox whether a consumer lives (a remote one: whether what was sent to it may still be confirmed); a
+     * slot sent to another node stays held ({@code slots}) until the socket has taken its bytes.
      */
-    public void attach(ConsumerLiveness transport) {
+    public void attach(ConsumerLiveness transport, SlotHolds slots) {
+        remote.holdSlotsOf(slots);
         local.attach(transport);
         producer = transport;
         transport.watch(this::isAlive); // replaces the mailbox's own check with one that knows remote consumers
@@ -99,6 +102,15 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
             remote.ackLanded(uuidMsb, uuidLsb);
         } else {
             local.sendAck(toEntity, uuidMsb, uuidLsb);
+        }
+    }
+
+    @Override
+    public void sendRefusal(String toEntity, long uuidMsb, long uuidLsb) {
+        if (remote.landsFrom(toEntity)) {
+            remote.ackLanded(uuidMsb, uuidLsb); // a landed tensor's slot is this node's: freed here
+        } else {
+            local.sendRefusal(toEntity, uuidMsb, uuidLsb);
         }
     }
 

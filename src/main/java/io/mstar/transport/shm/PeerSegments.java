@@ -3,24 +3,38 @@ package io.mstar.transport.shm;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorRecords;
 import io.mstar.transport.exceptions.SegmentAccessException;
+import io.mstar.transport.exceptions.StaleTensorException;
 import io.mstar.transport.lifecycle.CloseOnce;
+import io.mstar.transport.metrics.TransportCounters;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A consumer's cache of peer segments: each is mapped once, on its first tensor, and shared by every
  * view into it. A mapping whose file is gone (its slot's dedicated segment was released, or its
- * producer stopped) is dropped once no view holds it. Thread-safe.
+ * producer stopped) is dropped once no view holds it. Every read checks the slot's stamp ({@link SlotStamp})
+ * before and after: a slot reused under it is refused ({@link StaleTensorException}), counted in
+ * {@code staleReads} and logged at most every 10 s. Thread-safe.
  */
 public final class PeerSegments implements AutoCloseable {
     private static final long SWEEP_INTERVAL_NS = 1_000_000_000L;
 
+    private static final Logger LOG = LoggerFactory.getLogger(PeerSegments.class);
+    private static final long STALE_WARN_INTERVAL_NS = 10_000_000_000L;
+
     private final Path dir;
+    private final TransportCounters counters; // staleReads
+    private final AtomicLong nextStaleWarnNs = new AtomicLong(System.nanoTime());
     private MappingListener listener = MappingListener.NONE;
     private final Map<String, Peer> peers = new HashMap<>();
     private long nextSweepNs = System.nanoTime() + SWEEP_INTERVAL_NS;
@@ -35,33 +49,84 @@ public final class PeerSegments implements AutoCloseable {
         }
     }
 
-    public PeerSegments(Path dir) {
+    public PeerSegments(Path dir, TransportCounters counters) {
         this.dir = dir;
+        this.counters = counters;
     }
 
     /**
-     * A read-only view of a tensor in a peer's segment, holding the mapping until the view is closed.
+     * A read-only view of a tensor in a peer's segment, holding the mapping until the view is closed; its slot's
+     * stamp is checked first, and again by {@link MappedView#intact()}.
      *
      * @throws SegmentAccessException when the segment is gone, fails a check, or does not hold the tensor
+     * @throws StaleTensorException   when the slot's stamp names another tensor (it was reused)
      */
     public MappedView open(TensorDescriptor d) {
+        long msb = d.uuid().getMostSignificantBits();
+        long lsb = d.uuid().getLeastSignificantBits();
         Peer held = hold(d.fileName(), d.offset(), d.nbytes());
-        return new MappedView(d, held.segment.memory().asSlice(d.offset(), d.nbytes()), () -> release(held));
+        boolean ok = false;
+        try {
+            MemorySegment segment = held.segment.memory();
+            checkStamp(segment, d.fileName(), d.offset(), d.nbytes(), msb, lsb, "before it was read");
+            MappedView view = new MappedView(d, segment.asSlice(d.offset(), d.nbytes()), () -> release(held),
+                () -> stampHolds(segment, d.fileName(), d.offset(), d.nbytes(), msb, lsb, "while it was held") == null);
+            ok = true;
+            return view;
+        } finally {
+            if (!ok) {
+                release(held);
+            }
+        }
     }
 
     /**
      * Hands the tensor's bytes in a peer segment to {@code reader} in place, holding the mapping meanwhile;
-     * allocates nothing once the segment is mapped.
+     * the slot's stamp is checked before and after. Allocates nothing once the segment is mapped.
      *
      * @throws SegmentAccessException when the segment is gone, fails a check, or does not hold the tensor
+     * @throws StaleTensorException   when the slot's stamp names another tensor, before or after the read: a
+     *                                reader that ran then saw bytes that were not the tensor's
      */
-    public void read(String fileName, long offset, long nbytes, TensorRecords.Reader reader) {
+    public void read(String fileName, long offset, long nbytes, long uuidMsb, long uuidLsb,
+                     TensorRecords.Reader reader) {
         Peer held = hold(fileName, offset, nbytes);
         try {
-            reader.read(held.segment.memory(), offset, nbytes);
+            MemorySegment segment = held.segment.memory();
+            checkStamp(segment, fileName, offset, nbytes, uuidMsb, uuidLsb, "before it was read");
+            reader.read(segment, offset, nbytes);
+            checkStamp(segment, fileName, offset, nbytes, uuidMsb, uuidLsb, "while it was read");
         } finally {
             release(held);
         }
+    }
+
+    private void checkStamp(MemorySegment segment, String fileName, long offset, long nbytes, long msb, long lsb,
+                            String when) {
+        StaleTensorException stale = stampHolds(segment, fileName, offset, nbytes, msb, lsb, when);
+        if (stale != null) {
+            throw stale;
+        }
+    }
+
+    // Null when the slot still holds the tensor; else the refusal, counted and logged (rate-limited).
+    private StaleTensorException stampHolds(MemorySegment segment, String fileName, long offset, long nbytes,
+                                            long msb, long lsb, String when) {
+        if (SlotStamp.holds(segment, offset, nbytes, msb, lsb)) {
+            return null;
+        }
+        UUID uuid = new UUID(msb, lsb);
+        StaleTensorException stale = new StaleTensorException(uuid, "refused a tensor whose slot was reused " + when
+            + " (its stamp names another tensor): uuid=" + uuid + ", segment=" + fileName + ", offset=" + offset
+            + ", nbytes=" + nbytes);
+        long count = counters.staleRead();
+        long now = System.nanoTime();
+        long next = nextStaleWarnNs.get();
+        if (now - next >= 0 && nextStaleWarnNs.compareAndSet(next, now + STALE_WARN_INTERVAL_NS)) {
+            LOG.warn("{}; its producer is told (staleReads={}, this warning at most every {} s)", stale.getMessage(),
+                count, STALE_WARN_INTERVAL_NS / 1_000_000_000L);
+        }
+        return stale;
     }
 
     // The mapping of the segment, mapped on first use, with one more reader.
@@ -74,7 +139,7 @@ public final class PeerSegments implements AutoCloseable {
             sweep();
             nextSweepNs = now + SWEEP_INTERVAL_NS;
         }
-        long end = offset + nbytes;
+        long end = SlotStamp.at(offset, nbytes) + SlotStamp.STAMP_BYTES; // the tensor and its stamp
         Peer peer = peers.get(fileName);
         if (peer == null) {
             peer = new Peer(MappedSegment.openPeer(dir, fileName, end));
@@ -83,7 +148,8 @@ public final class PeerSegments implements AutoCloseable {
         }
         if (end > peer.segment.sizeBytes()) {
             throw new SegmentAccessException("tensor lies outside its segment: segment=" + fileName
-                + ", offset=" + offset + ", nbytes=" + nbytes + ", segmentBytes=" + peer.segment.sizeBytes());
+                + ", offset=" + offset + ", nbytes=" + nbytes + " (and its " + SlotStamp.STAMP_BYTES + "-byte stamp)"
+                + ", segmentBytes=" + peer.segment.sizeBytes());
         }
         peer.readers++;
         return peer;

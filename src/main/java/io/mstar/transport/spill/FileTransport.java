@@ -67,7 +67,7 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
         this.entity = owner.entity();
         this.namespace = owner.namespace().id();
         this.files = new SpillStore(owner);
-        this.peers = new PeerSegments(owner.dir());
+        this.peers = new PeerSegments(owner.dir(), counters);
         this.sweeper = Sweeper.join(owner.dir(), reclaimInterval);
         ShutdownCleanup.register(this);
         this.jmxName = TransportJmx.register(this, owner.namespace().id(), entity);
@@ -139,8 +139,9 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
 
     @Override
     public void receive(MemorySegment record, long offset, int length, TensorRecords.Reader reader) {
-        try (ReceivedTensor tensor = receive(DescriptorCodec.decode(record, offset, length, namespace))) {
+        try (MappedView tensor = (MappedView) receive(DescriptorCodec.decode(record, offset, length, namespace))) {
             reader.read(tensor.data(), 0, tensor.data().byteSize());
+            tensor.checkIntact(); // a slot reused while it was read is refused (counted when the view checked)
         }
     }
 

@@ -14,6 +14,7 @@ import io.mstar.transport.TransportStats;
 import io.mstar.transport.exceptions.CapacityException;
 import io.mstar.transport.exceptions.ConfigurationException;
 import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.shm.SlotStamp;
 import io.mstar.transport.spill.FileTransport;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Test;
@@ -40,6 +41,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ArenaTransportTest {
     private static final Namespace NS = Namespace.of(null, "arena-transport-test");
     private static final long SEGMENT = 1 << 20;
+    /** The largest tensor that fills a segment: a slot holds the tensor and its stamp. */
+    private static final long WHOLE = SEGMENT - SlotStamp.STAMP_BYTES;
+    private static final int QUARTER = (int) (SEGMENT / 4 - SlotStamp.STAMP_BYTES);
 
     @RegisterExtension
     final ShmTestDir shm = new ShmTestDir();
@@ -64,14 +68,14 @@ class ArenaTransportTest {
              ArenaTransport consumer = transport(config(), "c", 1)) {
             List<Tensor> tensors = new ArrayList<>();
             for (int i = 0; i < 12; i++) {
-                tensors.add(randomTensor(r, DType.U8, 256 << 10));
+                tensors.add(randomTensor(r, DType.U8, QUARTER));
             }
             List<TensorDescriptor> sent = producer.send("r", tensors);
             long spilled = sent.stream().filter(d -> d.placement() == Placement.SPILL).count();
             assertEquals(4, spilled, "two 1 MiB segments hold 8 tensors of 256 KiB");
             TransportStats stats = producer.statsSummary();
             assertEquals(4, stats.spills());
-            assertEquals(4 * (256 << 10), stats.spillBytes());
+            assertEquals(4 * QUARTER, stats.spillBytes());
             assertEquals(0, stats.backpressureWaits(), "SPILL_AFTER_S=0: no wait");
             for (int i = 0; i < sent.size(); i++) {
                 try (ReceivedTensor in = consumer.receive(sent.get(i))) {
@@ -88,7 +92,7 @@ class ArenaTransportTest {
     void aClaimAtTheCapGetsAFileOfItsOwnAndAnOpenClaimIsNeverReclaimedByTheTtl() throws Exception {
         try (ArenaTransport producer = transport(config(TransportConfig.SLOT_TTL_S, "0.05"), "p", 1);
              ArenaTransport consumer = transport(config(), "c", 1)) {
-            TensorClaim slot = producer.claim("r", DType.U8, SEGMENT);
+            TensorClaim slot = producer.claim("r", DType.U8, WHOLE);
             TensorClaim file = producer.claim("r", DType.U8, 1000);
             Thread.sleep(300); // several TTL periods: what is claimed is not in flight yet
             slot.memory().fill((byte) 3);
@@ -99,7 +103,7 @@ class ArenaTransportTest {
             assertEquals(Placement.SPILL, inFile.placement(), "the one segment is full: the claim spilled");
             assertEquals(1, producer.statsSummary().spills());
             try (ReceivedTensor a = consumer.receive(inSlot); ReceivedTensor b = consumer.receive(inFile)) {
-                assertEquals(3, a.data().get(ValueLayout.JAVA_BYTE, SEGMENT - 1));
+                assertEquals(3, a.data().get(ValueLayout.JAVA_BYTE, WHOLE - 1));
                 assertEquals(4, b.data().get(ValueLayout.JAVA_BYTE, 999));
             }
             assertEquals(0, producer.statsSummary().ttlReclaims());
@@ -112,7 +116,7 @@ class ArenaTransportTest {
     void withGraceItWaitsForAnAckAndTakesTheFreedSlot() throws Exception {
         SplittableRandom r = new SplittableRandom(2);
         try (ArenaTransport producer = transport(config(TransportConfig.SPILL_AFTER_S, "10"), "p", 1)) {
-            TensorDescriptor first = producer.send("r", List.of(randomTensor(r, DType.U8, SEGMENT))).getFirst();
+            TensorDescriptor first = producer.send("r", List.of(randomTensor(r, DType.U8, WHOLE))).getFirst();
             Thread acker = new Thread(() -> {
                 try {
                     Thread.sleep(200);
@@ -122,7 +126,7 @@ class ArenaTransportTest {
                 producer.ack(List.of(first.uuid()));
             });
             acker.start();
-            TensorDescriptor second = producer.send("r", List.of(randomTensor(r, DType.U8, SEGMENT))).getFirst();
+            TensorDescriptor second = producer.send("r", List.of(randomTensor(r, DType.U8, WHOLE))).getFirst();
             acker.join();
             assertEquals(Placement.ARENA, second.placement(), "the ACK freed the slot before the grace ran out");
             TransportStats stats = producer.statsSummary();
@@ -174,7 +178,7 @@ class ArenaTransportTest {
             producer.ack(List.of(again.uuid()));
 
             // The first segment filled, growth at the cap takes the idle dedicated segment's room.
-            TensorDescriptor full = producer.send("r", List.of(randomTensor(r, DType.U8, (int) SEGMENT))).getFirst();
+            TensorDescriptor full = producer.send("r", List.of(randomTensor(r, DType.U8, (int) WHOLE))).getFirst();
             TensorDescriptor grown = producer.send("r", List.of(randomTensor(r, DType.U8, 10))).getFirst();
             assertEquals(Placement.ARENA, grown.placement());
             assertTrue(Files.notExists(shm.path().resolve(d.fileName())));
@@ -246,7 +250,7 @@ class ArenaTransportTest {
     void spilledTensorsWithoutAckAreRemovedAfterTheTtlToo() throws Exception {
         try (ArenaTransport producer = transport(config(TransportConfig.SLOT_TTL_S, "0.2"), "p", 1)) {
             SplittableRandom r = new SplittableRandom(6);
-            List<TensorDescriptor> sent = producer.send("r", List.of(randomTensor(r, DType.U8, (int) SEGMENT),
+            List<TensorDescriptor> sent = producer.send("r", List.of(randomTensor(r, DType.U8, (int) WHOLE),
                 randomTensor(r, DType.U8, 1000)));
             TensorDescriptor spilled = sent.get(1);
             assertEquals(Placement.SPILL, spilled.placement(), "the arena's one segment is full");
