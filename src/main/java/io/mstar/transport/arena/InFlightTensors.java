@@ -2,8 +2,8 @@ package io.mstar.transport.arena;
 
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.liveness.SlotHolds;
-import io.mstar.transport.shm.SlotStamp;
 import io.mstar.transport.metrics.TransportCounters;
+import io.mstar.transport.shm.SlotStamp;
 import io.mstar.transport.spill.SpillStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -79,9 +79,10 @@ final class InFlightTensors implements SlotHolds {
         return spill.release(uuid != null ? uuid : new UUID(msb, lsb));
     }
 
-    // Called with the table's lock held: a held slot is freed by its last hold's close instead.
+    // Called with the table's lock held: a held slot is freed by its last hold's close instead. Boxes nothing
+    // while no slot is held (the ACK path allocates nothing).
     private boolean deferredByHold(long slot, long nbytes) {
-        SlotHold hold = holds.get(slot);
+        SlotHold hold = holds.isEmpty() ? null : holds.get(slot);
         if (hold == null) {
             return false;
         }

@@ -324,6 +324,9 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             claim.abort();
             claim = null;
             link.counters().aborted.incrementAndGet();
+            LOG.warn("tensor from entity={} requestId={} refused: its bytes do not match their checksum (changed on"
+                + " the way, or its slot changed under the sender's write); count in remoteAborted", peer,
+                header.requestId());
             tellRefused(Refusal.CORRUPTED);
             header = null;
             state = State.HEADER;
