@@ -104,6 +104,15 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     // thread touches a ring only between enter() and exit(), and close() unmaps only when none does
     // (a shutdown hook closes while application threads still poll and send).
     private final AtomicInteger inRing = new AtomicInteger();
+    // The thread handing polled messages to a listener now, or null: close() lets it finish before the file's lock
+    // (our liveness) goes, since producers free what we read once we look dead (a SIGTERM during a handler).
+    private volatile Thread dispatching;
+    static final long DISPATCH_WAIT_MS = 5_000;
+    /**
+     * Test-only seam: {@code -Dmstar.test.noDispatchWait=true} drops the file's lock at close without waiting for
+     * a listener in progress, so a test can show that the wait is what keeps a stopping consumer's bytes intact.
+     */
+    static final boolean NO_DISPATCH_WAIT = Boolean.getBoolean("mstar.test.noDispatchWait");
     private final CloseOnce closer = new CloseOnce();
 
     private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper) {
@@ -469,6 +478,8 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         } finally {
             exit();
         }
+        Thread outer = dispatching;
+        dispatching = Thread.currentThread();
         try {
             for (int i = 0; i < polled.count(); i++) {
                 try {
@@ -482,6 +493,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
                 }
             }
         } finally {
+            dispatching = outer;
             polled.clear();
         }
         return read;
@@ -523,6 +535,23 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         }
     }
 
+    // Waits (bounded) for a listener in progress on another thread: until it returns, this process still reads
+    // the tensors it was handed, and its producers must not take it for dead.
+    private void awaitDispatch() {
+        if (NO_DISPATCH_WAIT) {
+            return;
+        }
+        long deadline = System.nanoTime() + DISPATCH_WAIT_MS * 1_000_000L;
+        Thread reader;
+        while ((reader = dispatching) != null && reader != Thread.currentThread() && System.nanoTime() < deadline) {
+            PeerMailboxes.sleepMs(1);
+        }
+        if (reader != null && reader != Thread.currentThread()) {
+            LOG.warn("mailbox closed while a listener still ran for {} ms: entity={}, thread={}", DISPATCH_WAIT_MS,
+                entity, reader.getName());
+        }
+    }
+
     private IllegalStateException closedException() {
         return new IllegalStateException("mailbox is closed: entity=" + entity);
     }
@@ -556,6 +585,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     }
 
     private void release() {
+        awaitDispatch();
         peers.stopMapping();
         ShutdownCleanup.unregister(this);
         while (inRing.get() > 0) { // each holder leaves within one ring operation or one write attempt

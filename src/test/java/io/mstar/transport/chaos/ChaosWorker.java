@@ -23,6 +23,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * One process of the fault campaign ({@link FaultCampaignTest}), a producer or a consumer, through the exported
@@ -63,6 +66,7 @@ public final class ChaosWorker {
             case "producer" -> produce(deployment, r, Long.parseLong(args[3]), List.of(args[4].split(",")));
             case "pipeline" -> pipeline(deployment, r, Integer.parseInt(args[3]), Long.parseLong(args[4]));
             case "middle" -> middle(deployment, r, args[3]);
+            case "slow-consumer" -> slowConsumer(deployment);
             default -> consume(deployment, r);
         }
     }
@@ -322,6 +326,40 @@ public final class ChaosWorker {
             while (true) {
                 endpoint.receive(t -> checks.handle(t, 8), Duration.ofMillis(50));
                 checks.closeDue();
+            }
+        }
+    }
+
+    /**
+     * A consumer whose handler takes a second before it checks the bytes, with a shutdown hook of its own that
+     * lets a handler in progress finish (as a worker that finishes its request on SIGTERM does).
+     */
+    private static void slowConsumer(Deployment deployment) {
+        AtomicReference<CountDownLatch> inHandler = new AtomicReference<>(new CountDownLatch(0));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                inHandler.get().await(5, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }));
+        try (TensorEndpoint endpoint = TensorEndpoint.open(deployment)) {
+            OUT.println("READY " + deployment.entity());
+            while (true) {
+                endpoint.receive(t -> {
+                    CountDownLatch done = new CountDownLatch(1);
+                    inHandler.set(done);
+                    OUT.println("IN " + t.requestId());
+                    try {
+                        Thread.sleep(1000);
+                        long wrong = firstWrong(t.memory(), t.offset(), t.nbytes(), t.requestId());
+                        OUT.println((wrong == -2 ? "GOOD " : "BAD ") + t.requestId() + " " + wrong);
+                    } catch (InterruptedException | RuntimeException e) {
+                        OUT.println("GONE " + t.requestId() + " " + e);
+                    } finally {
+                        done.countDown();
+                    }
+                }, Duration.ofMillis(50));
             }
         }
     }

@@ -136,8 +136,8 @@ final class FaultCampaign {
     // One fault at a random entity: kill or stop and restart a consumer, kill and restart a producer, stop any
     // process for a moment, or stall r0 past the cross-node timeout (a remote reader that stops reading).
     private void fault() throws Exception {
-        int dice = random.nextInt(20);
-        List<String> pool = dice < 9 ? consumers() : dice < 11 ? PRODUCERS : dice < 16 ? all() : List.of(REMOTE_CONSUMER);
+        int dice = random.nextInt(20); // 0-4 kill, 5-6 term, 7-8 producer kill, 9-12 stop, 13-19 stall r0
+        List<String> pool = dice < 7 ? consumers() : dice < 9 ? PRODUCERS : dice < 13 ? all() : List.of(REMOTE_CONSUMER);
         String entity = pool.get(random.nextInt(pool.size()));
         if (busy.contains(entity)) {
             return;
@@ -145,19 +145,19 @@ final class FaultCampaign {
         ChildJvm child = running.get(entity);
         long now = System.currentTimeMillis();
         busy.add(entity);
-        if (dice < 6 || dice == 9 || dice == 10) {
-            signal(child, dice < 6 ? "kill" : "producerKill", "KILL");
+        if (dice < 5 || dice == 7 || dice == 8) {
+            signal(child, dice < 5 ? "kill" : "producerKill", "KILL");
             child.process().waitFor();
             actions.add(new Action(now + random.nextInt(1500), "restart", entity));
-        } else if (dice < 9) {
+        } else if (dice < 7) {
             signal(child, "term", "TERM");
             actions.add(new Action(now + random.nextInt(1500), "restart", entity));
-        } else if (dice < 16) {
+        } else if (dice < 13) {
             signal(child, "stop", "STOP");
             actions.add(new Action(now + 100 + random.nextInt(2400), "cont", entity));
         } else {
             signal(child, "stall", "STOP");
-            actions.add(new Action(now + 1500 + random.nextInt(2500), "cont", entity));
+            actions.add(new Action(now + 2000 + random.nextInt(3000), "cont", entity));
         }
     }
 
