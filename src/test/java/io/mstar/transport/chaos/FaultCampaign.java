@@ -169,7 +169,7 @@ final class FaultCampaign {
 
     private void signal(ChildJvm child, String fault, String signal) throws Exception {
         faults.merge(fault, 1, Integer::sum);
-        new ProcessBuilder("kill", "-" + signal, Long.toString(child.process().pid())).start().waitFor();
+        child.signal(signal);
     }
 
     // Runs the restarts and continues that are due (all of them once the campaign ends).
@@ -178,7 +178,7 @@ final class FaultCampaign {
             Action a = actions.poll();
             ChildJvm child = running.get(a.entity());
             if (a.kind().equals("cont")) {
-                new ProcessBuilder("kill", "-CONT", Long.toString(child.process().pid())).start().waitFor();
+                child.signal("CONT");
             } else {
                 child.await(30); // a SIGTERM'd consumer finishes its cleanup first
                 start(a.entity());
@@ -219,14 +219,8 @@ final class FaultCampaign {
     }
 
     private void awaitReady() throws Exception {
-        long deadline = System.currentTimeMillis() + 60_000;
         for (String c : consumers()) {
-            while (!running.get(c).output().contains("READY " + c)) {
-                if (System.currentTimeMillis() > deadline) {
-                    throw new AssertionError(c + " did not start: " + running.get(c).state());
-                }
-                Thread.sleep(20);
-            }
+            running.get(c).awaitOutput("READY " + c, 60);
         }
     }
 

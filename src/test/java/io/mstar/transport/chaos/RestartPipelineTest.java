@@ -59,7 +59,7 @@ class RestartPipelineTest {
             start(incarnations, all, env, "consumer", "sink2", run * 10L + 2);
             ChildJvm middle = start(incarnations, all, env, "middle", "middle", run * 10L + 3, "sink");
             ChildJvm producer = start(incarnations, all, env, "pipeline", "producer", run * 10L + 4, "1000", "15");
-            awaitLine(producer, "SENT t-300 ");
+            producer.awaitOutput("SENT t-300 ", 120);
             sink.process().destroyForcibly().waitFor();
             Thread.sleep(3000);
             start(incarnations, all, env, "consumer", "sink", run * 10L + 5);
@@ -87,18 +87,8 @@ class RestartPipelineTest {
         incarnations.computeIfAbsent(entity, e -> new ArrayList<>()).add(child);
         all.add(child);
         if (!role.equals("pipeline")) {
-            awaitLine(child, "READY " + entity);
+            child.awaitOutput("READY " + entity, 120);
         }
         return child;
-    }
-
-    private static void awaitLine(ChildJvm child, String line) throws Exception {
-        long deadline = System.nanoTime() + 120_000_000_000L;
-        while (!child.output().contains(line)) {
-            if (System.nanoTime() > deadline || !child.process().isAlive()) {
-                throw new AssertionError("no '" + line + "': " + child.state());
-            }
-            Thread.sleep(20);
-        }
     }
 }

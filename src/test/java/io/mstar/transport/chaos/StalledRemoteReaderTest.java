@@ -60,11 +60,11 @@ class StalledRemoteReaderTest {
             producerOptions.add("-Dstalled.count=" + Integer.getInteger("stalled.count", 3));
             ChildJvm producer = ChildJvm.start(true, producerOptions, aEnv, StalledReaderProducer.class, go.toString());
             try {
-                awaitLine(producer, "READY p");
-                signal(slow, "STOP");
+                producer.awaitOutput("READY p", 90);
+                slow.signal("STOP");
                 Files.createFile(go);
-                awaitLine(producer, "DONE");
-                signal(slow, "CONT");
+                producer.awaitOutput("DONE", 90);
+                slow.signal("CONT");
                 assertEquals(0, producer.await(60), producer.output());
                 assertTrue(producer.output().contains("FAST DELIVERED"), producer.output());
                 Thread.sleep(1000);
@@ -77,20 +77,6 @@ class StalledRemoteReaderTest {
                 }
                 producer.process().destroyForcibly().waitFor();
             }
-        }
-    }
-
-    private static void signal(ChildJvm child, String signal) throws Exception {
-        new ProcessBuilder("kill", "-" + signal, Long.toString(child.process().pid())).start().waitFor();
-    }
-
-    private static void awaitLine(ChildJvm child, String line) throws Exception {
-        long deadline = System.nanoTime() + 90_000_000_000L;
-        while (!child.output().contains(line)) {
-            if (System.nanoTime() > deadline || !child.process().isAlive()) {
-                throw new AssertionError("no '" + line + "': " + child.state());
-            }
-            Thread.sleep(20);
         }
     }
 }

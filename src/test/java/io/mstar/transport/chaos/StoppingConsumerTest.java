@@ -79,9 +79,7 @@ class StoppingConsumerTest {
         try (TensorEndpoint producer = TensorEndpoint.open(Deployment.of(config, "chaos", "p"), listener)) {
             assertTrue(producer.awaitPeer("slow", Duration.ofSeconds(60)), slow.output());
             producer.post("slow", "t-0", tensor("t-0"));
-            while (!slow.output().contains("IN t-0")) {
-                Thread.sleep(5);
-            }
+            slow.awaitOutput("IN t-0", 60);
             slow.process().destroy(); // SIGTERM mid-handler
             String told = outcome.get(30, TimeUnit.SECONDS);
             slow.await(30);

@@ -109,6 +109,25 @@ public final class ChildJvm {
         }
     }
 
+    /**
+     * Waits until the child has printed {@code text}; fails, with what it is doing, when it exits first or the
+     * timeout passes.
+     */
+    public void awaitOutput(String text, long timeoutSeconds) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + timeoutSeconds * 1_000_000_000L;
+        while (!output().contains(text)) {
+            if (System.nanoTime() > deadline || !process.isAlive()) {
+                throw new AssertionError("the child did not print '" + text + "'; " + state());
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** Sends the child a signal by name ({@code STOP}, {@code CONT}, {@code TERM}, {@code KILL}). */
+    public void signal(String name) throws IOException, InterruptedException {
+        new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).start().waitFor();
+    }
+
     /** Everything the child printed so far. */
     public String output() throws IOException {
         return Files.readString(log);
