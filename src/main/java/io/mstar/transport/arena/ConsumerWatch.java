@@ -28,6 +28,8 @@ final class ConsumerWatch implements ConsumerLiveness {
     private static final Logger LOG = LoggerFactory.getLogger(ConsumerWatch.class);
     /** How often consumers with tensors in flight are checked for liveness, once a check is set. */
     static final long CHECK_INTERVAL_MS = 500;
+    /** The key of a share that reached no incarnation of its consumer: dead without asking. */
+    static final String NEVER_REACHED = "@never-reached";
     /** Dead incarnations remembered so that each is reported once; beyond this the memory starts again. */
     private static final int REPORTED_MAX = 4096;
 
@@ -69,6 +71,14 @@ final class ConsumerWatch implements ConsumerLiveness {
             return;
         }
         sentTo(consumer, List.of(new UUID(uuidMsb, uuidLsb)));
+    }
+
+    /** The share of a consumer that no incarnation got: taken as a dead consumer's at the next check. */
+    @Override
+    public void neverReached(String consumer, Collection<UUID> uuids) {
+        if (!fanOut.isEmpty()) {
+            uuids.forEach(uuid -> fanOut.delivered(uuid, consumer, consumer + NEVER_REACHED));
+        }
     }
 
     @Override
@@ -146,7 +156,11 @@ final class ConsumerWatch implements ConsumerLiveness {
         counters.deadConsumerReclaimed(released);
         // One warning per dead consumer incarnation (an incident), however many checks find more of its tensors.
         held.forEach((consumer, counts) -> {
-            if (deadReported.add(consumer)) {
+            if (consumer.endsWith(NEVER_REACHED)) {
+                LOG.warn("consumer never got its fan-out tensors (no process ran as it when they were sent): consumer={},"
+                    + " fanOutSharesReleased={}", consumer.substring(0, consumer.length() - NEVER_REACHED.length()),
+                    counts[1]);
+            } else if (deadReported.add(consumer)) {
                 LOG.warn("consumer died before ACKing: consumer={}, tensorsFreed={}, fanOutSharesReleased={} (a fan-out"
                     + " tensor is freed with its last share; count in deadConsumerReclaims)", consumer, counts[0],
                     counts[1]);
@@ -168,7 +182,7 @@ final class ConsumerWatch implements ConsumerLiveness {
         fanOut.pendingConsumers(holders);
         Set<String> dead = new HashSet<>();
         for (String holder : holders) {
-            if (holder != null && !check.test(holder)) {
+            if (holder != null && (holder.endsWith(NEVER_REACHED) || !check.test(holder))) {
                 dead.add(holder);
             }
         }

@@ -270,12 +270,26 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      */
     @Override
     public void sendDescriptors(String toEntity, List<TensorDescriptor> descriptors) {
-        String delivered = sendBatched(toEntity, MailboxMessage.DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
-            (out, d) -> out.message.position(out.message.position()
-                + DescriptorCodec.encode(d, out.segment, out.message.position())));
+        String delivered;
+        try {
+            delivered = sendBatched(toEntity, MailboxMessage.DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
+                (out, d) -> out.message.position(out.message.position()
+                    + DescriptorCodec.encode(d, out.segment, out.message.position())));
+        } catch (PeerUnavailableException e) {
+            neverReached(toEntity, descriptors);
+            throw e;
+        }
         ConsumerLiveness attached = producer;
         if (attached != null) {
             attached.sentTo(delivered, descriptors.stream().map(TensorDescriptor::uuid).toList());
+        }
+    }
+
+    // Tells the attached transport that no incarnation of the entity got these (its fan-out shares go).
+    void neverReached(String toEntity, List<TensorDescriptor> descriptors) {
+        ConsumerLiveness attached = producer;
+        if (attached != null) {
+            attached.neverReached(toEntity, descriptors.stream().map(TensorDescriptor::uuid).toList());
         }
     }
 
@@ -301,6 +315,13 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
             out.message.position(out.message.position() + length);
             flush(peer, MailboxMessage.DESCRIPTORS, out, 1);
             delivered = peer.key();
+        } catch (PeerUnavailableException e) {
+            ConsumerLiveness attached = producer;
+            if (attached != null) {
+                attached.neverReached(toEntity, List.of(new UUID(DescriptorCodec.uuidMsb(record, offset),
+                    DescriptorCodec.uuidLsb(record, offset))));
+            }
+            throw e;
         } finally {
             exit();
         }

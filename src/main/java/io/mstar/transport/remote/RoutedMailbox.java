@@ -7,6 +7,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.channel.ShmMailbox;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.DescriptorFormatException;
+import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.liveness.ConsumerLiveness;
 import io.mstar.transport.liveness.SlotHolds;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -67,7 +68,16 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
             local.sendDescriptors(toEntity, descriptors);
             return;
         }
-        String key = remote.send(toEntity, descriptors);
+        String key;
+        try {
+            key = remote.send(toEntity, descriptors);
+        } catch (PeerUnavailableException e) {
+            ConsumerLiveness attached = producer;
+            if (attached != null) {
+                attached.neverReached(toEntity, descriptors.stream().map(TensorDescriptor::uuid).toList());
+            }
+            throw e;
+        }
         ConsumerLiveness attached = producer;
         if (attached != null) {
             attached.sentTo(key, descriptors.stream().map(TensorDescriptor::uuid).toList());

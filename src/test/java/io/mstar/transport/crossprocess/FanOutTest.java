@@ -52,21 +52,38 @@ class FanOutTest {
         Reclaimer.sweep(shm.path());
     }
 
-    /** Negative control: freeing on the first ACK (a test-only seam) lets the slow reader see overwritten bytes. */
+    /**
+     * Freeing on the first ACK (a test-only seam) reuses slots under the slow reader: the slots' stamps make it
+     * refuse those tensors, never read them as good. Negative control: without the stamp check too, it reads
+     * overwritten bytes.
+     */
     @Test
-    void withoutPerConsumerCountingTheSlowReaderSeesCorruption() throws Exception {
+    void withoutPerConsumerCountingTheSlowReaderRefusesReusedSlotsAndWithoutTheStampSeesCorruption() throws Exception {
+        String refused = slowReaderAfterFirstAckFrees(List.of("-Dmstar.test.fanOutFirstAckFrees=true"));
+        assertTrue(count(refused, "corrupted") == 0 && count(refused, "failed") > 0
+            && refused.contains("StaleTensorException"), refused);
+        String corrupted = slowReaderAfterFirstAckFrees(List.of("-Dmstar.test.fanOutFirstAckFrees=true",
+            "-Dmstar.test.noStampCheck=true"));
+        assertTrue(count(corrupted, "corrupted") > 0, corrupted);
+        System.out.println("the slow reader refused " + count(refused, "failed") + " reused slots of 2000; without the"
+            + " stamp check it read " + count(corrupted, "corrupted") + " corrupted tensors");
+    }
+
+    private String slowReaderAfterFirstAckFrees(List<String> seams) throws Exception {
         Nodes nodes = new Nodes(shm.path());
         ChildJvm fast = nodes.consumer("fan", "fast", 0);
-        ChildJvm slow = nodes.consumer("fan", "slow", 0, "NODE_READ_DELAY_MS=3");
-        ChildJvm producer = nodes.producer(List.of("-Dmstar.test.fanOutFirstAckFrees=true"), "fan", "producer",
-            "fast,slow", 2_000, 12, 1, SMALL_ARENA);
+        ChildJvm slow = nodes.consumer(seams, "fan", "slow", 0, "NODE_READ_DELAY_MS=3");
+        ChildJvm producer = nodes.producer(seams, "fan", "producer", "fast,slow", 2_000, 12, 1, SMALL_ARENA);
         producer.await(300);
         producer.deleteLog();
         Nodes.kill(fast);
         String slowOut = nodes.stop(slow, "slow", 1);
-        Matcher corrupted = Pattern.compile("corrupted=(\\d+)").matcher(slowOut);
-        assertTrue(corrupted.find() && Long.parseLong(corrupted.group(1)) > 0, slowOut);
-        System.out.println("negative control: the slow reader saw " + corrupted.group(1) + " corrupted tensors of 2000");
         Reclaimer.sweep(shm.path());
+        return slowOut;
+    }
+
+    private static long count(String out, String key) {
+        Matcher m = Pattern.compile(key + "=(\\d+)").matcher(out);
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
     }
 }
