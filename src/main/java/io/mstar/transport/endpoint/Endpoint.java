@@ -144,8 +144,7 @@ final class Endpoint implements TensorEndpoint {
         try {
             channel.sendDescriptors(to, descriptors);
         } catch (PeerUnavailableException e) {
-            // The others have them. Each consumer that never got them gives up its share now: no incarnation
-            // holds it, so no liveness check ever would (a restarted one would leave it pending for good).
+            // The others have them; each consumer that never got them gives up its share now (no incarnation has it).
             refuseAll(e, descriptors);
             for (Throwable more : e.getSuppressed()) {
                 if (more instanceof PeerUnavailableException other) {

@@ -48,6 +48,10 @@ import java.util.concurrent.TimeUnit;
  * <p>Receiving: connections from the entities the map places elsewhere ({@link InboundConnection}); tensors
  * land in a transport of this process's own and reach the local consumer through its mailbox's poll, from the
  * sending entity (as the authenticated connection names it); the consumer's ACK frees the landing slot here.
+ *
+ * <p>One class on purpose: sending, landing and the timers share one lifecycle (a close ends all three on the
+ * event loop at once) and one set of counters; the connections, the pending table, the landing queue, the
+ * caps and the handshake are classes of their own.
  */
 public final class RemoteLink implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);

@@ -11,6 +11,7 @@ import io.mstar.transport.TransportStats;
 import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.arena.SegmentedArena;
 import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.shm.SlotStamp;
 import io.mstar.transport.staging.DeviceTensor;
 import io.mstar.transport.staging.DeviceTransfers;
 import io.mstar.transport.staging.StagedBatch;
@@ -186,10 +187,11 @@ class DeviceTransportTest {
     void aSlotIsNotReusedWhileACopyOutOfItIsPending() throws Exception {
         // One segment that holds one tensor; the second send waits for the first one's ACK.
         TransportConfig waiting = config(TransportConfig.SPILL_AFTER_S, "10");
+        int n = (64 << 10) - SlotStamp.STAMP_BYTES; // the tensor and its stamp fill the segment
         try (ArenaTransport producer = transport(waiting, "p", 64 << 10, 1);
              ArenaTransport consumer = transport(config(), "c", 64 << 10, 1)) {
-            Tensor first = Tensor.of(DType.U8, MemorySegment.ofArray(new byte[64 << 10]).fill((byte) 1), 64 << 10);
-            Tensor second = Tensor.of(DType.U8, MemorySegment.ofArray(new byte[64 << 10]).fill((byte) 2), 64 << 10);
+            Tensor first = Tensor.of(DType.U8, MemorySegment.ofArray(new byte[n]).fill((byte) 1), n);
+            Tensor second = Tensor.of(DType.U8, MemorySegment.ofArray(new byte[n]).fill((byte) 2), n);
             TensorDescriptor d1 = producer.send("r", List.of(first)).getFirst();
             long target = cuda.malloc(64 << 10);
             allocations.add(target);
@@ -201,7 +203,7 @@ class DeviceTransportTest {
             sender.join();
             MemorySegment landed = MemorySegment.ofAddress(target).reinterpret(64 << 10);
             assertEquals(1, landed.get(ValueLayout.JAVA_BYTE, 0), "the device got the first tensor, not the second");
-            assertEquals(1, landed.get(ValueLayout.JAVA_BYTE, (64 << 10) - 1));
+            assertEquals(1, landed.get(ValueLayout.JAVA_BYTE, n - 1));
             TransportStats stats = producer.statsSummary();
             assertEquals(1, stats.backpressureWaits(), "the second send waited for the ACK");
             assertEquals(0, stats.spills());
@@ -214,8 +216,9 @@ class DeviceTransportTest {
         // Budget of 2 MiB: two of the three 1 MiB segments get pinned, the third stays pageable.
         try (ArenaTransport producer = transport(config(TransportConfig.PIN_MAX_MB, "2"), "p", 1 << 20, 3)) {
             List<Tensor> three = new ArrayList<>();
+            int n = (1 << 20) - SlotStamp.STAMP_BYTES; // the tensor and its stamp fill a segment
             for (int i = 0; i < 3; i++) {
-                three.add(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[1 << 20]), 1 << 20));
+                three.add(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[n]), n));
             }
             List<TensorDescriptor> sent = producer.send("r", three);
             assertEquals(0, producer.statsSummary().pinnedSegments(), "nothing is pinned before the first device call");
