@@ -20,6 +20,9 @@ import java.lang.invoke.VarHandle;
  * A reader checks the stamp against its descriptor before it hands the bytes over and again when its reader
  * is done, with a load fence between the bytes and the second check: a slot reused meanwhile shows another
  * stamp or none. Native byte order: both sides run on one machine.
+ *
+ * <p>The stamp is inside the slot, so a slot takes {@link #slotBytes}: tensors that tiled a segment exactly
+ * (four of 64 MiB in 256 MiB) fit one fewer, and a segment-sized tensor gets a dedicated segment.
  */
 public final class SlotStamp {
     /** Bytes of the stamp. */
