@@ -120,9 +120,7 @@ final class SlotWriter {
             return spill.claim(requestId, dtype, shape, new UUID(msb, lsb), counters, true);
         }
         counters.claimOpened();
-        MemorySegment segment = arena.segmentMemory(slot);
-        SlotStamp.write(segment, SegmentedArena.offset(slot), nbytes, msb, lsb);
-        MemorySegment memory = segment.asSlice(SegmentedArena.offset(slot), nbytes);
+        MemorySegment memory = stamped(msb, lsb, slot, nbytes).asSlice(SegmentedArena.offset(slot), nbytes);
         return new SlotClaim(this, requestId, dtype, shape, nbytes, msb, lsb, slot, memory);
     }
 
@@ -167,9 +165,15 @@ final class SlotWriter {
 
     // Stamps a reserved slot with its tensor and tracks it in flight; returns the segment's memory.
     private MemorySegment track(long msb, long lsb, long slot, long nbytes) {
+        MemorySegment segment = stamped(msb, lsb, slot, nbytes);
+        inFlight.track(msb, lsb, slot, nbytes);
+        return segment;
+    }
+
+    // Stamps a reserved slot with the tensor that owns it from now on; returns the segment's memory.
+    private MemorySegment stamped(long msb, long lsb, long slot, long nbytes) {
         MemorySegment segment = arena.segmentMemory(slot);
         SlotStamp.write(segment, SegmentedArena.offset(slot), nbytes, msb, lsb);
-        inFlight.track(msb, lsb, slot, nbytes);
         return segment;
     }
 

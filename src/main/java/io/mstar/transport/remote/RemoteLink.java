@@ -273,7 +273,7 @@ public final class RemoteLink implements AutoCloseable {
                 } finally {
                     hold.close();
                 }
-            }, view::intact);
+            }, view::checkIntact);
         } finally {
             if (!ok) {
                 hold.close();

@@ -7,11 +7,10 @@ import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.metrics.LatencyHistogram;
 
 import java.lang.foreign.MemorySegment;
-import java.util.function.BooleanSupplier;
 
 /**
  * A {@link ReceivedTensor} over a slice of a mapping; closing it runs the release action once. A view of a slot
- * can tell whether the slot still holds its tensor ({@link #intact()}, the slot's stamp).
+ * can tell whether the slot still holds its tensor ({@link #checkIntact()}, the slot's stamp).
  */
 public final class MappedView implements ReceivedTensor {
     private static final MemorySegment EMPTY = MemorySegment.ofArray(new byte[0]).asReadOnly();
@@ -19,41 +18,41 @@ public final class MappedView implements ReceivedTensor {
     private final TensorDescriptor descriptor;
     private final MemorySegment data;
     private final Runnable release;
-    private final BooleanSupplier intact;
+    private final Runnable stampCheck;
     private final CloseOnce closer = new CloseOnce();
     private LatencyHistogram openToClose; // set once by the receiving transport, before the view is handed out
     private long openedAtNs;
 
     /** A view of bytes nobody reuses under it (a spill file, a copy). */
     public MappedView(TensorDescriptor descriptor, MemorySegment data, Runnable release) {
-        this(descriptor, data, release, () -> true);
+        this(descriptor, data, release, () -> { });
     }
 
-    /** A view of a slot; {@code intact} checks its stamp. */
-    public MappedView(TensorDescriptor descriptor, MemorySegment data, Runnable release, BooleanSupplier intact) {
+    /** A view of a slot; {@code stampCheck} throws {@link StaleTensorException} once the slot holds another tensor. */
+    public MappedView(TensorDescriptor descriptor, MemorySegment data, Runnable release, Runnable stampCheck) {
         this.descriptor = descriptor;
         this.data = data;
         this.release = release;
-        this.intact = intact;
+        this.stampCheck = stampCheck;
     }
 
     /**
-     * Whether the bytes read through this view so far were the tensor's: false once its slot was freed and
-     * reused (the stamp names another tensor). Ask after reading, before closing.
-     */
-    public boolean intact() {
-        return intact.getAsBoolean();
-    }
-
-    /**
-     * Throws when {@link #intact()} is false: for a reader that has just read the bytes.
+     * Throws when the slot was freed and reused under this view (its stamp names another tensor): for a reader
+     * that has just read the bytes.
      *
-     * @throws StaleTensorException when the slot was reused while it was read
+     * @throws StaleTensorException when the bytes read so far were not the tensor's (counted and logged)
      */
     public void checkIntact() {
-        if (!intact()) {
-            throw new StaleTensorException(descriptor.uuid(), "refused a tensor whose slot was reused while it was"
-                + " read: uuid=" + descriptor.uuid() + ", segment=" + descriptor.fileName());
+        stampCheck.run();
+    }
+
+    /** As {@link #checkIntact()}, as a verdict: whether the bytes read through this view so far were the tensor's. */
+    public boolean intact() {
+        try {
+            checkIntact();
+            return true;
+        } catch (StaleTensorException e) {
+            return false;
         }
     }
 

@@ -56,7 +56,7 @@ public final class PeerSegments implements AutoCloseable {
 
     /**
      * A read-only view of a tensor in a peer's segment, holding the mapping until the view is closed; its slot's
-     * stamp is checked first, and again by {@link MappedView#intact()}.
+     * stamp is checked first, and again by {@link MappedView#checkIntact()}.
      *
      * @throws SegmentAccessException when the segment is gone, fails a check, or does not hold the tensor
      * @throws StaleTensorException   when the slot's stamp names another tensor (it was reused)
@@ -70,7 +70,7 @@ public final class PeerSegments implements AutoCloseable {
             MemorySegment segment = held.segment.memory();
             checkStamp(segment, d.fileName(), d.offset(), d.nbytes(), msb, lsb, "before it was read");
             MappedView view = new MappedView(d, segment.asSlice(d.offset(), d.nbytes()), () -> release(held),
-                () -> stampHolds(segment, d.fileName(), d.offset(), d.nbytes(), msb, lsb, "while it was held") == null);
+                () -> checkStamp(segment, d.fileName(), d.offset(), d.nbytes(), msb, lsb, "while it was held"));
             ok = true;
             return view;
         } finally {
@@ -101,19 +101,11 @@ public final class PeerSegments implements AutoCloseable {
         }
     }
 
+    // Throws when the slot no longer holds the tensor: counted, and logged at most every STALE_WARN_INTERVAL_NS.
     private void checkStamp(MemorySegment segment, String fileName, long offset, long nbytes, long msb, long lsb,
                             String when) {
-        StaleTensorException stale = stampHolds(segment, fileName, offset, nbytes, msb, lsb, when);
-        if (stale != null) {
-            throw stale;
-        }
-    }
-
-    // Null when the slot still holds the tensor; else the refusal, counted and logged (rate-limited).
-    private StaleTensorException stampHolds(MemorySegment segment, String fileName, long offset, long nbytes,
-                                            long msb, long lsb, String when) {
         if (SlotStamp.holds(segment, offset, nbytes, msb, lsb)) {
-            return null;
+            return;
         }
         UUID uuid = new UUID(msb, lsb);
         StaleTensorException stale = new StaleTensorException(uuid, "refused a tensor whose slot was reused " + when
@@ -126,7 +118,7 @@ public final class PeerSegments implements AutoCloseable {
             LOG.warn("{}; its producer is told (staleReads={}, this warning at most every {} s)", stale.getMessage(),
                 count, STALE_WARN_INTERVAL_NS / 1_000_000_000L);
         }
-        return stale;
+        throw stale;
     }
 
     // The mapping of the segment, mapped on first use, with one more reader.

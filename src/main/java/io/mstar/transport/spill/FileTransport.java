@@ -141,7 +141,7 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
     public void receive(MemorySegment record, long offset, int length, TensorRecords.Reader reader) {
         try (MappedView tensor = (MappedView) receive(DescriptorCodec.decode(record, offset, length, namespace))) {
             reader.read(tensor.data(), 0, tensor.data().byteSize());
-            tensor.checkIntact(); // a slot reused while it was read is refused (counted when the view checked)
+            tensor.checkIntact(); // a slot reused while it was read is refused
         }
     }
 
