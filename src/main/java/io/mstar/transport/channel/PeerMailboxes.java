@@ -111,9 +111,9 @@ final class PeerMailboxes {
         String path = dir.resolve(ShmNames.mailbox(namespace, peer)).toString();
         int fd;
         try {
-            fd = Posix.open(path, Posix.O_RDONLY | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
-        } catch (NativeCallException e) {
-            return 0;
+            fd = Posix.openOurs(path, false).fd();
+        } catch (NativeCallException | SegmentAccessException e) {
+            return 0; // nothing there, or nothing of ours (another user's file or FIFO at the name)
         }
         try {
             return PeerMailbox.probeUnlocked(fd, path) ? 0 : PeerMailbox.readIncarnation(fd, path);
@@ -150,7 +150,7 @@ final class PeerMailboxes {
             boolean ok = false;
             try {
                 long incarnation = peerFile.memory().get(ValueLayout.JAVA_LONG, MailboxDescriptor.INCARNATION_OFFSET);
-                fd = Posix.open(peerFile.path(), Posix.O_RDWR | Posix.O_NOFOLLOW | Posix.O_CLOEXEC, 0);
+                fd = Posix.openOurs(peerFile.path(), true).fd();
                 if (incarnation != 0 && PeerMailbox.readIncarnation(fd, peerFile.path()) == incarnation) {
                     if (PeerMailbox.probeUnlocked(fd, peerFile.path())) {
                         throw unavailable(peer, "died and has not come back (its mailbox is unowned)");
@@ -158,8 +158,8 @@ final class PeerMailboxes {
                     ok = true;
                     return new PeerMailbox(peer, peerFile, incarnation, fd);
                 }
-            } catch (NativeCallException e) {
-                // the file went away between mapping and probing: look again
+            } catch (NativeCallException | SegmentAccessException e) {
+                // the file went away (or was replaced) between mapping and probing: look again
             } finally {
                 if (!ok) {
                     peerFile.unmap();

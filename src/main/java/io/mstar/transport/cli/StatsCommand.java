@@ -1,14 +1,18 @@
 package io.mstar.transport.cli;
 
 import io.mstar.transport.TransportConfig;
+import io.mstar.transport.exceptions.NativeCallException;
+import io.mstar.transport.exceptions.SegmentAccessException;
 import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.lifecycle.ShmDirectory;
 import io.mstar.transport.metrics.StatsJson;
 import io.mstar.transport.naming.ShmNames;
+import io.mstar.transport.posix.Posix;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,6 +31,24 @@ final class StatsCommand {
     private StatsCommand() {
     }
 
+    private static final int MAX_STATS_FILE_BYTES = 1 << 20;
+
+    // Through the one checked open: a FIFO or another user's file at a stats name is skipped, never waited on.
+    private static List<String> readStatsFile(String path) {
+        Posix.CheckedFile file;
+        try {
+            file = Posix.openOurs(path, false);
+        } catch (NativeCallException | SegmentAccessException e) {
+            return null;
+        }
+        try {
+            int size = (int) Math.min(file.status().sizeBytes(), MAX_STATS_FILE_BYTES);
+            return new String(Posix.pread(file.fd(), size, 0, path), StandardCharsets.UTF_8).lines().toList();
+        } finally {
+            Posix.close(file.fd(), path);
+        }
+    }
+
     static int run(String[] args, PrintStream out) throws IOException {
         Path dir = TransportConfig.fromEnvironment().shmDir();
         boolean json = false;
@@ -42,6 +64,7 @@ final class StatsCommand {
                 throw new MstarShm.UsageException("unknown option for stats: " + args[i]);
             }
         }
+        ShmDirectory.prepare(dir);
         if (!Files.isDirectory(dir)) {
             throw new MstarShm.UsageException("not a directory: " + dir);
         }
@@ -52,11 +75,9 @@ final class StatsCommand {
                 continue; // not a stats file, or a snapshot being written
             }
             boolean live = Reclaimer.isHeld(dir, name);
-            List<String> lines;
-            try {
-                lines = Files.readString(dir.resolve(name)).lines().toList(); // a line for people, then JSON
-            } catch (NoSuchFileException e) {
-                continue; // its owner closed meanwhile
+            List<String> lines = readStatsFile(dir.resolve(name).toString()); // a line for people, then JSON
+            if (lines == null) {
+                continue; // its owner closed meanwhile, or what is at the name is not a file of ours
             }
             if (lines.size() < 2) {
                 continue; // an older format, or a snapshot not written yet

@@ -88,34 +88,53 @@ public final class OwnedFile implements AutoCloseable {
         }
     }
 
-    // Locks the file just created; null (descriptor closed) when a sweep removed it before the lock.
+    // Locks the file just created; null (descriptor closed) when a sweep removed it before the lock. When the
+    // lock or the check fails (EMFILE, EINTR...), the file we made is removed, if still ours, before the error
+    // goes up: otherwise it would stay at its name with no owner to remove it.
     private static OwnedFile lockIfStillAt(int fd, String path, boolean directory) {
         boolean ok = false;
+        boolean failed = true;
         try {
             Posix.flock(fd, Posix.LOCK_EX, path); // at most waits out a sweep's brief probe of the new file
             ok = isStillAt(fd, path);
+            failed = false;
             return ok ? new OwnedFile(path, fd, directory) : null;
         } finally {
             if (!ok) {
-                Posix.close(fd, path);
+                try {
+                    if (failed && !NO_REMOVE_ON_FAILURE && isStillAt(fd, path)) {
+                        removeName(path, directory);
+                    }
+                } finally {
+                    Posix.close(fd, path);
+                }
             }
         }
     }
 
-    /** Whether the open file {@code fd} is the file now at {@code path} (not one unlinked or replaced since). */
+    // Test seam: leave a file whose lock failed at its name, to show the orphan the removal prevents.
+    private static final boolean NO_REMOVE_ON_FAILURE = Boolean.getBoolean("mstar.test.keepFailedCreate");
+
+    private static void removeName(String path, boolean directory) {
+        try {
+            if (directory) {
+                Files.deleteIfExists(Path.of(path));
+            } else {
+                Posix.unlink(path);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot remove " + path, e);
+        }
+    }
+
+    /**
+     * Whether the open file {@code fd} is the file now at {@code path} (not one unlinked or replaced since).
+     * Compares inodes by {@code lstat}, which needs no second descriptor: under {@code EMFILE} a second open
+     * would fail and make our own new file look removed.
+     */
     static boolean isStillAt(int fd, String path) {
-        long inode = Posix.fstat(fd, path).inode();
-        int now;
-        try {
-            now = Posix.open(path, Posix.O_RDONLY | Posix.O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
-        } catch (NativeCallException e) {
-            return false;
-        }
-        try {
-            return Posix.fstat(now, path).inode() == inode;
-        } finally {
-            Posix.close(now, path);
-        }
+        Posix.FileStatus now = Posix.lstat(path);
+        return now != null && now.inode() == Posix.fstat(fd, path).inode();
     }
 
     /** The descriptor that holds the lock; valid until {@link #close()}. */
@@ -153,13 +172,9 @@ public final class OwnedFile implements AutoCloseable {
     private void remove() {
         ShutdownCleanup.unregister(this);
         try {
-            if (directory) {
-                Files.deleteIfExists(Path.of(path));
-            } else if (isStillAt(fd, path)) {
-                Posix.unlink(path);
+            if (directory || isStillAt(fd, path)) {
+                removeName(path, directory);
             }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot remove " + path, e);
         } finally {
             Posix.close(fd, path);
         }

@@ -1,6 +1,7 @@
 package io.mstar.transport.posix;
 
 import io.mstar.transport.exceptions.NativeCallException;
+import io.mstar.transport.exceptions.SegmentAccessException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -84,6 +85,7 @@ public final class Posix {
         FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
     private static final MethodHandle RENAME = errnoCall("rename", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle FSTAT = errnoCall("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+    private static final MethodHandle LSTAT = errnoCall("lstat", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle FLOCK = errnoCall("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle FCNTL = errnoCall("fcntl",
         FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS), Linker.Option.firstVariadicArg(2));
@@ -235,10 +237,71 @@ public final class Posix {
             if ((int) FSTAT.invokeExact(state, fd, stat) != 0) {
                 throw failure("fstat", state, path);
             }
-            return new FileStatus(stat.get(JAVA_INT, STAT_MODE_OFFSET), stat.get(JAVA_INT, STAT_UID_OFFSET),
-                stat.get(JAVA_LONG, STAT_SIZE_OFFSET), stat.get(JAVA_LONG, STAT_INO_OFFSET));
+            return status(stat);
         } catch (Throwable t) {
             throw rethrow(t);
+        }
+    }
+
+    private static FileStatus status(MemorySegment stat) {
+        return new FileStatus(stat.get(JAVA_INT, STAT_MODE_OFFSET), stat.get(JAVA_INT, STAT_UID_OFFSET),
+            stat.get(JAVA_LONG, STAT_SIZE_OFFSET), stat.get(JAVA_LONG, STAT_INO_OFFSET));
+    }
+
+    /**
+     * {@code lstat(path)}: what is at the name itself (a link is not followed), without opening it, so it
+     * needs no descriptor and never waits on a FIFO; null when nothing is there.
+     */
+    public static FileStatus lstat(String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment stat = arena.allocate(STAT_SIZE, 8);
+            if ((int) LSTAT.invokeExact(state, arena.allocateFrom(path), stat) != 0) {
+                if (errno(state) == ENOENT) {
+                    return null;
+                }
+                throw failure("lstat", state, path);
+            }
+            return status(stat);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** An open descriptor of a file at one of our names, and what {@code fstat} said of it. */
+    public record CheckedFile(int fd, FileStatus status) {
+    }
+
+    /**
+     * Opens a file at a name in the shared-memory directory that someone else may have put there, and
+     * believes it only when {@code fstat} says it is a regular file of our uid. The open never follows a
+     * link ({@code O_NOFOLLOW}), never waits ({@code O_NONBLOCK}: a FIFO planted at the name would otherwise
+     * block {@code open} until a writer came) and is not inherited ({@code O_CLOEXEC}). On a failed check
+     * the descriptor is closed before the exception goes up.
+     *
+     * @throws NativeCallException      when the open fails ({@code ENOENT}, {@code ELOOP} for a link, ...)
+     * @throws SegmentAccessException   when the file is not a regular file or belongs to another user
+     */
+    public static CheckedFile openOurs(String path, boolean writable) {
+        int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
+        boolean ok = false;
+        try {
+            FileStatus status = fstat(fd, path);
+            if (!status.isRegularFile()) {
+                throw new SegmentAccessException("not a regular file at one of our names (mode "
+                    + Integer.toOctalString(status.mode()) + "), refusing to use it: path=" + path);
+            }
+            int uid = geteuid();
+            if (status.uid() != uid) {
+                throw new SegmentAccessException("file at one of our names belongs to another user, refusing to use"
+                    + " it: path=" + path + ", ownerUid=" + status.uid() + ", ourUid=" + uid);
+            }
+            ok = true;
+            return new CheckedFile(fd, status);
+        } finally {
+            if (!ok) {
+                close(fd, path);
+            }
         }
     }
 

@@ -17,10 +17,6 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import static io.mstar.transport.posix.Posix.MAP_POPULATE;
 import static io.mstar.transport.posix.Posix.MAP_SHARED;
-import static io.mstar.transport.posix.Posix.O_CLOEXEC;
-import static io.mstar.transport.posix.Posix.O_NOFOLLOW;
-import static io.mstar.transport.posix.Posix.O_RDONLY;
-import static io.mstar.transport.posix.Posix.O_RDWR;
 import static io.mstar.transport.posix.Posix.PROT_READ;
 import static io.mstar.transport.posix.Posix.PROT_WRITE;
 
@@ -202,32 +198,23 @@ public final class MappedSegment implements AutoCloseable {
     /** As {@link #openPeer(Path, String, long, boolean)}; {@code confined} maps it for the calling thread only. */
     public static MappedSegment openPeer(Path dir, String name, long minSizeBytes, boolean writable, boolean confined) {
         String path = dir.resolve(name).toString();
-        int fd;
+        Posix.CheckedFile file;
         try {
-            fd = Posix.open(path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC, 0);
+            file = Posix.openOurs(path, writable);
         } catch (NativeCallException e) {
             throw new SegmentAccessException("peer segment cannot be opened: path=" + path + ", " + e.getMessage()
                 + (e.errno() == Posix.ENOENT ? " (its producer stopped, or runs with another MSTAR_SHM_DIR: every"
                 + " process of a deployment needs the same one)" : ""), e);
         }
         try {
-            Posix.FileStatus status = Posix.fstat(fd, path);
-            if (!status.isRegularFile()) {
-                throw new SegmentAccessException("peer segment is not a regular file: path=" + path
-                    + ", mode=" + Integer.toOctalString(status.mode()));
-            }
-            int uid = Posix.geteuid();
-            if (status.uid() != uid) {
-                throw new SegmentAccessException("peer segment belongs to another user: path=" + path
-                    + ", ownerUid=" + status.uid() + ", ourUid=" + uid);
-            }
-            if (status.sizeBytes() < minSizeBytes || status.sizeBytes() == 0) {
+            long size = file.status().sizeBytes();
+            if (size < minSizeBytes || size == 0) {
                 throw new SegmentAccessException("peer segment is smaller than needed: path=" + path
-                    + ", sizeBytes=" + status.sizeBytes() + ", neededBytes=" + minSizeBytes);
+                    + ", sizeBytes=" + size + ", neededBytes=" + minSizeBytes);
             }
-            return map(name, path, fd, status.sizeBytes(), writable ? PROT_READ | PROT_WRITE : PROT_READ, null, confined);
+            return map(name, path, file.fd(), size, writable ? PROT_READ | PROT_WRITE : PROT_READ, null, confined);
         } finally {
-            Posix.close(fd, path);
+            Posix.close(file.fd(), path);
         }
     }
 
