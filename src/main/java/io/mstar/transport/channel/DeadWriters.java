@@ -20,10 +20,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * made no progress for {@value ShmMailbox#UNBLOCK_AFTER_MS} ms and a registered sender is dead: its writer
  * slot reads 1 and nobody holds the slot's lock ({@link MailboxDescriptor}). A sender that died while the
  * ring was empty held no claim (a claim moves the producer position), so those slots are cleared while the
- * ring is idle and never count against a slow one. Used by the polling thread, inside the ring guard.
+ * ring is idle and never count against a slow one. A claim whose writer lives is skipped too once the ring has
+ * been stuck on it for {@value ShmMailbox#STUCK_CLAIM_MS} ms: a stopped or buggy writer (or zeros written
+ * where a length belongs) must not hold the ring for good; that writer's record is lost, and logged. Used by the polling thread, inside the ring guard.
  */
 final class DeadWriters implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DeadWriters.class);
+
+    // Test seam: wait for a live writer's claim for good, as before the bound, to show what the bound prevents.
+    private static final boolean NO_STUCK_SKIP = Boolean.getBoolean("mstar.test.noStuckSkip");
 
     private final ManyToOneRingBuffer ring;
     private final MappedSegment file;
@@ -75,6 +80,13 @@ final class DeadWriters implements AutoCloseable {
                 unblocks.incrementAndGet();
                 stuckSinceNs = -1;
                 LOG.warn("mailbox skipped a record its writer never committed (that writer died): entity={}", entity);
+            } else if (now - stuckSinceNs > ShmMailbox.STUCK_CLAIM_MS * 1_000_000L && !NO_STUCK_SKIP
+                && (ring.unblock() || padClaimToTheEnd())) {
+                unblocks.incrementAndGet();
+                stuckSinceNs = -1;
+                LOG.warn("mailbox skipped a record left uncommitted for {} ms by a writer that still lives (stopped,"
+                    + " or writing garbage: zeros where a record's length belongs); that record is lost: entity={}",
+                    ShmMailbox.STUCK_CLAIM_MS, entity);
             }
         }
     }

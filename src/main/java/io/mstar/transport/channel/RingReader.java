@@ -21,9 +21,9 @@ import static org.agrona.concurrent.ringbuffer.RecordDescriptor.HEADER_LENGTH;
  *       skipped by its length;</li>
  *   <li>after an impossible length the reader resynchronises: it steps on, {@value
  *       org.agrona.concurrent.ringbuffer.RecordDescriptor#ALIGNMENT} bytes at a time, to the next position
- *       that holds a possible record header or a zero length (a writer's claim not yet written, which is
- *       waited for as Agrona does: a live writer that never commits is left to {@link DeadWriters}), and
- *       drops what lies between.</li>
+ *       that holds a possible record header, and drops what lies between; zero words on the way are taken for
+ *       a zero-filled record's body, unless no possible header follows (then the first is a writer's claim not
+ *       yet written, waited for as Agrona does; {@link DeadWriters} bounds every such wait).</li>
  * </ul>
  * Read space is zeroed, as Agrona's reader does, which the writers' claims and {@code unblock()} rely on.
  * Used by the one polling thread.
@@ -36,6 +36,7 @@ final class RingReader {
     private final int headPositionIndex;
     private final int tailPositionIndex;
     private long head;
+    private boolean inGarbage; // a resync stopped at a zero word: the zeros there may be a garbage record's body
     private long skippedRecords;
     private long skippedBytes;
 
@@ -53,7 +54,7 @@ final class RingReader {
      */
     int read(MessageHandler handler, int limit) {
         int headIndex = (int) head & (capacity - 1);
-        if (buffer.getIntVolatile(headIndex) == 0) {
+        if (buffer.getIntVolatile(headIndex) == 0 && !inGarbage) {
             return 0; // nothing committed: an idle poll reads one word, as Agrona's does, not the writers' tail
         }
         long claimed = buffer.getLongVolatile(tailPositionIndex) - head;
@@ -68,6 +69,16 @@ final class RingReader {
                 int index = headIndex + bytesRead;
                 int remaining = end - bytesRead;
                 int length = buffer.getIntVolatile(index);
+                if (length == 0 && inGarbage) { // zeros after garbage: skipped once a possible header follows
+                    int next = nextHeader(index, headIndex + end);
+                    if (next < 0) {
+                        break;
+                    }
+                    skipped(next - index);
+                    bytesRead += next - index;
+                    inGarbage = false;
+                    continue;
+                }
                 if (length == 0 || length < 0 && fits(-length, remaining)) {
                     break; // claimed, not yet committed
                 }
@@ -77,6 +88,7 @@ final class RingReader {
                     continue;
                 }
                 bytesRead += align(length);
+                inGarbage = false;
                 if (type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS || type == MailboxMessage.REFUSALS) {
                     handler.onMessage(type, buffer, index + HEADER_LENGTH, length - HEADER_LENGTH);
                     messages++;
@@ -104,17 +116,31 @@ final class RingReader {
         return skippedBytes;
     }
 
-    // Steps from a bad header at `index` to the next possible header or zero length before `end`: the bytes skipped.
+    // Steps from a bad header at `index` to the next possible header before `end`: the bytes skipped. A zero
+    // word on the way is garbage (a zero-filled record's body) when a possible header follows it; when none
+    // does (yet), the reader stops at the first zero and, knowing it may be garbage, looks again next time.
     private int resynchronise(int index, int end) {
-        int q = index + ALIGNMENT;
-        for (; q < end; q += ALIGNMENT) {
-            int length = buffer.getIntVolatile(q);
-            if (length == 0 || fits(Math.abs(length), end - q) && knownType(buffer.getInt(q + 4), length)) {
-                break;
+        int q = nextHeader(index + ALIGNMENT, end);
+        if (q < 0) {
+            q = index + ALIGNMENT;
+            while (q < end && buffer.getIntVolatile(q) != 0) {
+                q += ALIGNMENT;
             }
+            inGarbage = q < end;
         }
         skipped(q - index);
         return q - index;
+    }
+
+    // The first position from `from` before `end` that holds a possible record header (zeros passed over), or -1.
+    private int nextHeader(int from, int end) {
+        for (int q = from; q < end; q += ALIGNMENT) {
+            int length = buffer.getIntVolatile(q);
+            if (length != 0 && fits(Math.abs(length), end - q) && knownType(buffer.getInt(q + 4), length)) {
+                return q;
+            }
+        }
+        return -1;
     }
 
     private static boolean knownType(int type, int length) {

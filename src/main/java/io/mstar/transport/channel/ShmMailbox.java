@@ -80,6 +80,11 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     /** How long a new process waits for a mailbox at its name to be released before deciding its owner lives. */
     static final long TAKE_OVER_TIMEOUT_MS = 2000;
     static final long UNBLOCK_AFTER_MS = 1000;
+    /**
+     * How long a claim may stay uncommitted while its writer lives before it is skipped: far past a GC pause
+     * or a busy machine's scheduling delay, short enough that a stopped or buggy writer cannot hold the ring.
+     */
+    static final long STUCK_CLAIM_MS = 3000;
     private static final long SEND_TIMEOUT_NS = 30_000_000_000L;
 
     private final Deployment deployment; // the namespace descriptors are decoded against

@@ -93,7 +93,10 @@ class RingFuzzTest {
             ManyToOneRingBuffer ring = PeerMailbox.ring(file);
             for (int i = 0; i < records; i++) {
                 boolean written;
-                if (random.nextInt(3) == 0) {
+                if (i == records / 3 || i == 2 * records / 3) { // twice a run: each holds the ring for the bound
+                    written = writeStuck(ring, random, i == records / 3);
+                    garbage += written ? 1 : 0;
+                } else if (random.nextInt(3) == 0) {
                     written = writeGarbage(ring, random);
                     garbage += written ? 1 : 0;
                 } else {
@@ -141,7 +144,7 @@ class RingFuzzTest {
     // Claims room as a writer would, fills it with random bytes and publishes a header of one kind of garbage.
     private static boolean writeGarbage(ManyToOneRingBuffer ring, SplittableRandom random) {
         int length = 8 + random.nextInt(2048);
-        int kind = random.nextInt(6);
+        int kind = random.nextInt(8);
         int type = kind == 0 ? 77 + random.nextInt(1000) : random.nextBoolean() ? MailboxMessage.ACKS : MailboxMessage.DESCRIPTORS;
         int index = ring.tryClaim(type, length);
         if (index < 0) {
@@ -149,11 +152,12 @@ class RingFuzzTest {
         }
         AtomicBuffer buffer = ring.buffer();
         int payloadRoom = ((length + 8 + 7) & -8) - 8; // the claim spans whole 8-byte steps
+        boolean zeros = kind >= 6; // a zero-filled record: the resync must not take its body for claims
         for (int k = 0; k < payloadRoom; k += 4) {
-            int word = random.nextInt();
+            int word = zeros ? 0 : random.nextInt();
             // A zero length word, or a negative one that a claim in progress could have, reads as a claim not
             // yet written (so the reader waits on it, as for a slow writer): garbage words are neither.
-            if (word == 0 || word < 0 && word >= -ring.capacity()) {
+            if (!zeros && (word == 0 || word < 0 && word >= -ring.capacity())) {
                 word = word == 0 ? 1 : -word;
             }
             buffer.putInt(index + k, word);
@@ -161,11 +165,11 @@ class RingFuzzTest {
         int header = index - 8;
         switch (kind) {
             case 0, 1 -> ring.commit(index); // an unknown type, or a payload that is no message
-            case 2 -> { // longer than the ring or what was claimed
+            case 2, 6 -> { // longer than the ring or what was claimed
                 buffer.putInt(header, -(ring.capacity() + random.nextInt(1 << 20)));
                 ring.commit(index);
             }
-            case 3 -> { // shorter than a header
+            case 3, 7 -> { // shorter than a header
                 buffer.putInt(header, -(1 + random.nextInt(7)));
                 ring.commit(index);
             }
@@ -174,6 +178,28 @@ class RingFuzzTest {
                 ring.commit(index);
             }
             default -> buffer.putIntRelease(header, -(ring.capacity() + 8 + random.nextInt(1 << 20))); // negative
+        }
+        return true;
+    }
+
+    /**
+     * A record that reads as a claim not yet committed, though its writer lives: a zero length committed over
+     * a zero-filled body ({@code zeroLength}), or a claim never committed. The ring waits on it for the bound
+     * ({@code ShmMailbox.STUCK_CLAIM_MS}), then skips it.
+     */
+    static boolean writeStuck(ManyToOneRingBuffer ring, SplittableRandom random, boolean zeroLength) {
+        int length = 8 + random.nextInt(512);
+        int index = ring.tryClaim(MailboxMessage.ACKS, length);
+        if (index < 0) {
+            return false;
+        }
+        if (zeroLength) {
+            ring.buffer().setMemory(index, length, (byte) 0);
+            ring.buffer().putIntRelease(index - 8, 0);
+        } else {
+            for (int k = 0; k + 4 <= length; k += 4) {
+                ring.buffer().putInt(index + k, 1 + random.nextInt(Integer.MAX_VALUE - 1));
+            }
         }
         return true;
     }
