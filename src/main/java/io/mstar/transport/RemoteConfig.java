@@ -34,11 +34,17 @@ import java.util.Map;
  * @param tlsTruststore  {@value #TLS_TRUSTSTORE}: a PKCS12 file with the certificates (or CA) peers must present
  * @param tlsPassword    {@value #TLS_PASSWORD}: the password of both PKCS12 files
  * @param maxInFlightBytes {@value #MAX_INFLIGHT_MB}: bytes one sending entity may hold in this node's arena
- *                       (landing or landed and not yet ACKed) before this node stops reading from it
+ *                       (landing or landed and not yet ACKed) before this node stops reading from it; a tensor
+ *                       larger than this is refused before any of it is committed
+ * @param maxInFlightTensors {@value #MAX_INFLIGHT_TENSORS}: tensors (each a slot or a spill file) one sending
+ *                       entity may hold here at once, whatever their size
+ * @param idleTimeout    {@value #IDLE_TIMEOUT_S}: an authenticated connection that carries nothing for this long
+ *                       is closed (the sending side opens a new one when it next sends)
  */
 public record RemoteConfig(String listen, Map<String, String> entities, Duration timeout, byte[] secret,
                            String secretSource, boolean insecure, Path tlsKeystore, Path tlsTruststore,
-                           String tlsPassword, long maxInFlightBytes) {
+                           String tlsPassword, long maxInFlightBytes, int maxInFlightTensors,
+                           Duration idleTimeout) {
     public static final String LISTEN = "MSTAR_REMOTE_LISTEN";
     public static final String ENTITIES = "MSTAR_REMOTE_ENTITIES";
     public static final String TIMEOUT_S = "MSTAR_REMOTE_TIMEOUT_S";
@@ -51,6 +57,14 @@ public record RemoteConfig(String listen, Map<String, String> entities, Duration
     public static final String TLS_PASSWORD = "MSTAR_REMOTE_TLS_PASSWORD";
     public static final String MAX_INFLIGHT_MB = "MSTAR_REMOTE_MAX_INFLIGHT_MB";
     public static final long MAX_INFLIGHT_MB_DEFAULT = 256;
+    public static final String MAX_INFLIGHT_TENSORS = "MSTAR_REMOTE_MAX_INFLIGHT_TENSORS";
+    public static final int MAX_INFLIGHT_TENSORS_DEFAULT = 2048;
+    public static final String IDLE_TIMEOUT_S = "MSTAR_REMOTE_IDLE_TIMEOUT_S";
+    public static final Duration IDLE_TIMEOUT_DEFAULT = Duration.ofSeconds(300);
+    /** The shortest secret accepted ({@value #SECRET}, {@value #SECRET_FILE}), bytes. */
+    public static final int MIN_SECRET_BYTES = 16;
+    /** A deployment token serves as the secret only with this much entropy by its length and alphabet, bits. */
+    public static final int MIN_TOKEN_BITS = 128;
 
     public RemoteConfig {
         entities = Map.copyOf(entities);
@@ -112,15 +126,39 @@ public record RemoteConfig(String listen, Map<String, String> entities, Duration
         return entities.get(entity);
     }
 
+    /**
+     * What a random string of {@code token}'s length over its alphabet would hold, bits: the alphabet is
+     * hexadecimal when every character is a hex digit of one case, else the union of the classes present
+     * (digits, lower case, upper case, other printable ASCII, anything else). An upper bound for a token a
+     * person chose, a fair figure for one a generator drew.
+     */
+    public static double entropyBits(String token) {
+        boolean hex = token.chars().allMatch(c -> c >= '0' && c <= '9' || c >= 'a' && c <= 'f')
+            || token.chars().allMatch(c -> c >= '0' && c <= '9' || c >= 'A' && c <= 'F');
+        int alphabet = 16;
+        if (!hex) {
+            alphabet = 0;
+            alphabet += token.chars().anyMatch(c -> c >= '0' && c <= '9') ? 10 : 0;
+            alphabet += token.chars().anyMatch(c -> c >= 'a' && c <= 'z') ? 26 : 0;
+            alphabet += token.chars().anyMatch(c -> c >= 'A' && c <= 'Z') ? 26 : 0;
+            alphabet += token.chars().anyMatch(c -> c > ' ' && c < 127 && !Character.isLetterOrDigit(c)) ? 33 : 0;
+            alphabet += token.chars().anyMatch(c -> c >= 127) ? 128 : 0;
+        }
+        return token.length() * Math.log(Math.max(alphabet, 1)) / Math.log(2);
+    }
+
     Map<String, String> describe() {
         Map<String, String> values = new LinkedHashMap<>();
         values.put(LISTEN, listen == null ? "unset" : listen);
         values.put(ENTITIES, entities.isEmpty() ? "unset" : entities.toString());
         values.put(TIMEOUT_S, Double.toString(timeout.toNanos() / 1e9));
-        values.put("secret", secret == null ? (insecure ? "none (" + INSECURE + "=1)" : "unset") : secretSource);
+        values.put("secret", secret == null ? (insecure ? "none (" + INSECURE + "=1)"
+            : secretSource == null ? "unset" : "unset, " + secretSource) : secretSource);
         values.put(TLS_KEYSTORE, tlsKeystore == null ? "unset (no TLS)" : tlsKeystore.toString());
         values.put(TLS_TRUSTSTORE, tlsTruststore == null ? "unset" : tlsTruststore.toString());
         values.put(MAX_INFLIGHT_MB, Long.toString(maxInFlightBytes >> 20));
+        values.put(MAX_INFLIGHT_TENSORS, Integer.toString(maxInFlightTensors));
+        values.put(IDLE_TIMEOUT_S, Double.toString(idleTimeout.toNanos() / 1e9));
         return values;
     }
 

@@ -1,6 +1,8 @@
 package io.mstar.transport;
 
 import io.mstar.transport.exceptions.ConfigurationException;
+import io.mstar.transport.lifecycle.ShmDirectory;
+import io.mstar.transport.posix.Posix;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -94,9 +96,11 @@ public record TransportConfig(
     /** This library's own knob (M* has none): seconds between sweeps of dead owners' files, {@code 0} off. */
     public static final String RECLAIM_INTERVAL_S = "MSTAR_SHM_RECLAIM_INTERVAL_S";
     public static final Duration RECLAIM_INTERVAL_DEFAULT = Duration.ofSeconds(30);
-    /** Where segments, spill files and mailboxes live: an absolute directory. */
+    /**
+     * Where segments, spill files and mailboxes live: an absolute directory. Unset: a directory of this
+     * user's own, {@code /dev/shm/mstar-<uid>} (see {@link #defaultShmDir()}).
+     */
     public static final String SHM_DIR = "MSTAR_SHM_DIR";
-    public static final Path SHM_DIR_DEFAULT = Path.of("/dev/shm");
     /** A per-launch token mixed into the namespace; unset by default. */
     public static final String DEPLOYMENT_TOKEN = "MSTAR_DEPLOYMENT_TOKEN";
     /** The CUDA runtime library to load; unset: searched for. */
@@ -149,10 +153,18 @@ public record TransportConfig(
             r.seconds(SLOT_TTL_S, SLOT_TTL_DEFAULT, true),
             r.seconds(STATS_INTERVAL_S, STATS_INTERVAL_DEFAULT, false),
             r.seconds(RECLAIM_INTERVAL_S, RECLAIM_INTERVAL_DEFAULT, true),
-            r.directory(SHM_DIR, SHM_DIR_DEFAULT),
+            r.directory(SHM_DIR, defaultShmDir()),
             r.text(DEPLOYMENT_TOKEN),
             r.text(CUDART),
             r.remote());
+    }
+
+    /**
+     * The shared-memory directory when {@value #SHM_DIR} is unset: {@code /dev/shm/mstar-<uid>} for this
+     * process's effective uid, created mode 0700 and checked (ours, not a link, on a tmpfs) on first use.
+     */
+    public static Path defaultShmDir() {
+        return ShmDirectory.defaultFor(Posix.geteuid());
     }
 
     /** Bytes of one segment. */
@@ -304,9 +316,20 @@ public record TransportConfig(
             } else if (raw(RemoteConfig.SECRET) != null) {
                 secret = raw(RemoteConfig.SECRET).getBytes(StandardCharsets.UTF_8);
                 source = RemoteConfig.SECRET;
+                if (secret.length < RemoteConfig.MIN_SECRET_BYTES) {
+                    throw invalid(RemoteConfig.SECRET, "(" + secret.length + " bytes, not shown)", "a secret of at least "
+                        + RemoteConfig.MIN_SECRET_BYTES + " bytes, e.g. from openssl rand -base64 32");
+                }
             } else if (raw(DEPLOYMENT_TOKEN) != null) {
-                secret = raw(DEPLOYMENT_TOKEN).getBytes(StandardCharsets.UTF_8);
-                source = DEPLOYMENT_TOKEN;
+                String token = raw(DEPLOYMENT_TOKEN);
+                double bits = RemoteConfig.entropyBits(token);
+                if (bits >= RemoteConfig.MIN_TOKEN_BITS) {
+                    secret = token.getBytes(StandardCharsets.UTF_8);
+                    source = DEPLOYMENT_TOKEN;
+                } else { // the remote path refuses to start with this source named; a local deployment is unaffected
+                    source = DEPLOYMENT_TOKEN + " (not used as the secret: about " + (int) bits + " bits by its length"
+                        + " and alphabet, " + RemoteConfig.MIN_TOKEN_BITS + " needed)";
+                }
             }
             Path keystore = file(RemoteConfig.TLS_KEYSTORE);
             Path truststore = file(RemoteConfig.TLS_TRUSTSTORE);
@@ -319,7 +342,9 @@ public record TransportConfig(
             return new RemoteConfig(listen, entities == null ? Map.of() : RemoteConfig.parseEntities(entities),
                 seconds(RemoteConfig.TIMEOUT_S, RemoteConfig.TIMEOUT_DEFAULT, false), secret, source,
                 flag(RemoteConfig.INSECURE, false), keystore, truststore, password,
-                integer(RemoteConfig.MAX_INFLIGHT_MB, RemoteConfig.MAX_INFLIGHT_MB_DEFAULT, 1, 1L << 20) << 20);
+                integer(RemoteConfig.MAX_INFLIGHT_MB, RemoteConfig.MAX_INFLIGHT_MB_DEFAULT, 1, 1L << 20) << 20,
+                (int) integer(RemoteConfig.MAX_INFLIGHT_TENSORS, RemoteConfig.MAX_INFLIGHT_TENSORS_DEFAULT, 1, 1 << 20),
+                seconds(RemoteConfig.IDLE_TIMEOUT_S, RemoteConfig.IDLE_TIMEOUT_DEFAULT, false));
         }
 
         // The secret in a file of its own: readable by its owner alone, as ssh wants of a private key.
@@ -332,8 +357,9 @@ public record TransportConfig(
                         + value + "); it is " + PosixFilePermissions.toString(perms));
                 }
                 byte[] secret = Files.readString(path, StandardCharsets.UTF_8).strip().getBytes(StandardCharsets.UTF_8);
-                if (secret.length < 16) {
-                    throw invalid(RemoteConfig.SECRET_FILE, value, "a file holding a secret of at least 16 bytes");
+                if (secret.length < RemoteConfig.MIN_SECRET_BYTES) {
+                    throw invalid(RemoteConfig.SECRET_FILE, value, "a file holding a secret of at least "
+                        + RemoteConfig.MIN_SECRET_BYTES + " bytes");
                 }
                 return secret;
             } catch (IOException | UnsupportedOperationException e) {

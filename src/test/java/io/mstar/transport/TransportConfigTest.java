@@ -37,7 +37,8 @@ class TransportConfigTest {
         assertEquals(4096, c.pinMaxMb());
         assertEquals(Duration.ZERO, c.slotTtl());
         assertEquals(Duration.ofSeconds(60), c.statsInterval());
-        assertEquals(Path.of("/dev/shm"), c.shmDir());
+        assertEquals(Path.of("/dev/shm/mstar-" + io.mstar.transport.posix.Posix.geteuid()), c.shmDir(),
+            "a directory of this user's own under /dev/shm");
         assertEquals(Duration.ofSeconds(30), c.reclaimInterval());
         assertNull(c.deploymentToken());
         assertNull(c.cudartPath());
@@ -148,9 +149,41 @@ class TransportConfigTest {
 
     @Test
     void theDeploymentTokenIsTheSecretWhenNoneOfItsOwnIsSet() {
-        RemoteConfig r = TransportConfig.from(Map.of(TransportConfig.DEPLOYMENT_TOKEN, "launch-token")::get).remote();
-        assertArrayEquals("launch-token".getBytes(StandardCharsets.UTF_8), r.secret());
+        String token = "5f0c2a9e71d84b3c9a6e0f1d2c3b4a59"; // 32 hex digits: 128 bits
+        RemoteConfig r = TransportConfig.from(Map.of(TransportConfig.DEPLOYMENT_TOKEN, token)::get).remote();
+        assertArrayEquals(token.getBytes(StandardCharsets.UTF_8), r.secret());
         assertEquals(TransportConfig.DEPLOYMENT_TOKEN, r.secretSource());
+    }
+
+    /**
+     * A token short enough to guess (the namespace, 64 bits of a hash of it, is readable by every local user
+     * and lets it be searched offline) is not a secret: the remote path then has none and refuses to start,
+     * naming why; the local deployment still uses it for its names.
+     */
+    @ParameterizedTest
+    @CsvSource({"launch-token", "x", "01234", "deadbeefdeadbeefdeadbeefdeadbee"})
+    void aShortDeploymentTokenIsNotTakenForTheSecret(String token) {
+        TransportConfig c = TransportConfig.from(Map.of(TransportConfig.DEPLOYMENT_TOKEN, token)::get);
+        assertNull(c.remote().secret());
+        assertTrue(c.remote().secretSource().contains("bits"), c.remote().secretSource());
+        assertEquals(token, c.deploymentToken());
+    }
+
+    @Test
+    void entropyIsCountedByLengthAndAlphabet() {
+        assertEquals(128, RemoteConfig.entropyBits("0123456789abcdef0123456789abcdef"), 1e-9);
+        assertTrue(RemoteConfig.entropyBits("Zm9vYmFyYmF6cXV4cXV1eHF1dXg") > 128, "27 base64 characters");
+        assertTrue(RemoteConfig.entropyBits("correct horse") < 128);
+    }
+
+    @ParameterizedTest
+    @CsvSource({"x", "fifteen-bytes!!"})
+    void aShortSecretIsRefused(String secret) {
+        ConfigurationException e = assertThrows(ConfigurationException.class,
+            () -> TransportConfig.from(Map.of(RemoteConfig.SECRET, secret)::get));
+        assertTrue(e.getMessage().contains(RemoteConfig.SECRET) && e.getMessage().contains("at least 16 bytes"),
+            e.getMessage());
+        assertTrue(secret.length() < 4 || !e.getMessage().contains(secret), "the secret is never shown: " + e.getMessage());
     }
 
     @Test

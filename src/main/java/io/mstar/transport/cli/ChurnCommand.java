@@ -3,6 +3,7 @@ package io.mstar.transport.cli;
 import io.mstar.transport.ArenaStats;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.arena.SegmentedArena;
+import io.mstar.transport.lifecycle.ShmDirectory;
 import io.mstar.transport.metrics.StatsJson;
 import io.mstar.transport.naming.Namespace;
 
@@ -53,7 +54,7 @@ final class ChurnCommand {
         TransportConfig config = TransportConfig.fromEnvironment();
         Path dir;
         try {
-            dir = Files.createTempDirectory(config.shmDir(), "mstar-churn-");
+            dir = Files.createTempDirectory(ShmDirectory.prepare(config.shmDir()), "mstar-churn-");
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create a temporary directory in " + config.shmDir(), e);
         }

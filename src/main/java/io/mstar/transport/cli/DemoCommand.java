@@ -17,6 +17,7 @@ import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ParentWatch;
 import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.lifecycle.ShmDirectory;
 import io.mstar.transport.metrics.StatsJson;
 import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.naming.ShmNames;
@@ -82,6 +83,7 @@ final class DemoCommand {
         TransportConfig config = TransportConfig.fromEnvironment();
         // The directory is locked while the demo lives, so a sweep removes it (and what its children left)
         // only after the demo and its children are gone, however they went.
+        ShmDirectory.prepare(config.shmDir());
         Reclaimer.sweep(config.shmDir()); // what an earlier demo killed outright left
         OwnedFile workDir = OwnedFile.createDirectory(config.shmDir(), "mstar-demo-" + Owner.newNonce());
         Path dir = Path.of(workDir.path());

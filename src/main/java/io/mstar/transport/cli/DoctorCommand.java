@@ -2,6 +2,7 @@ package io.mstar.transport.cli;
 
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.lifecycle.ShmDirectory;
 import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
 
@@ -268,6 +269,7 @@ final class DoctorCommand {
                     throw new MstarShm.UsageException("unknown option: " + args[i]);
                 }
             }
+            ShmDirectory.prepare(dir);
             if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
                 throw new MstarShm.UsageException("not a directory: " + dir);
             }

@@ -12,6 +12,7 @@ import io.mstar.transport.TransportConfig;
 import io.mstar.transport.cuda.CudaProbe;
 import io.mstar.transport.cuda.CudaStatus;
 import io.mstar.transport.lifecycle.Owner;
+import io.mstar.transport.lifecycle.ShmDirectory;
 
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
@@ -51,6 +52,7 @@ final class SelfTestCommand {
         env.put(TransportConfig.ARENA, "1");
         env.putIfAbsent(TransportConfig.SEGMENT_MB, "8");
         TransportConfig config = TransportConfig.from(env::get);
+        ShmDirectory.prepare(config.shmDir());
         if (!Files.isDirectory(config.shmDir())) {
             throw new MstarShm.UsageException("not a directory: " + config.shmDir());
         }
