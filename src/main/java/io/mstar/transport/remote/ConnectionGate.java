@@ -6,7 +6,10 @@ import org.slf4j.LoggerFactory;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -15,22 +18,29 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Who may hold a connection to this process, on the event loop: only an entity the map places at the
  * connecting address; at most {@value #MAX_HANDSHAKES} connections in their handshake ({@value
  * #MAX_HANDSHAKES_PER_ADDRESS} from one address) and {@value #MAX_CONNECTIONS_PER_SENDER} authenticated ones
- * per entity. Every refusal is counted and logged at most once a minute per peer, so a flood cannot flood the
- * log.
+ * per entity.
+ *
+ * <p>A full table does not simply refuse the newcomer, or whoever fills it first (a slowloris from the
+ * producer's own address, idle connections opened in an entity's name) would keep the honest out for as
+ * long as it likes. A new handshake takes the place of one that has sent nothing useful for {@value
+ * #STALLED_HANDSHAKE_MS} ms (honest handshakes take milliseconds), the oldest first, from the same address
+ * when that address is at its share, else from the address that holds the most; a new authenticated
+ * connection takes the place of its entity's connection that has been idle longest. Every refusal is
+ * counted and logged at most once a minute per cause and peer.
  */
 final class ConnectionGate {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
     static final int MAX_HANDSHAKES = 64;
     static final int MAX_HANDSHAKES_PER_ADDRESS = 16;
     static final int MAX_CONNECTIONS_PER_SENDER = 4;
-    private static final long LOG_INTERVAL_NS = 60_000_000_000L;
+    static final long STALLED_HANDSHAKE_MS = 1000;
 
     private final Map<String, Set<InetAddress>> placements; // entity to the addresses its host resolves to
     private final RemoteCounters counters;
+    private final Map<InetAddress, List<InboundConnection>> handshaking = new HashMap<>();
     private int handshakes;
-    private final Map<InetAddress, Integer> handshakesByAddress = new HashMap<>();
-    private final Map<String, Integer> connectionsBySender = new HashMap<>();
-    private final Map<String, Long> lastLog = new HashMap<>();
+    private final Map<String, List<InboundConnection>> bySender = new HashMap<>();
+    private final RateLimitedWarnings warnings = new RateLimitedWarnings(LOG);
     private final AtomicInteger open = new AtomicInteger();
 
     ConnectionGate(Map<String, Set<InetAddress>> placements, RemoteCounters counters) {
@@ -57,65 +67,102 @@ final class ConnectionGate {
         }
     }
 
-    /** A connection arrived: false (refused, counted, logged) when too many are still in their handshake. */
-    boolean open(InetAddress address) {
-        int fromAddress = handshakesByAddress.getOrDefault(address, 0);
-        if (handshakes >= MAX_HANDSHAKES || fromAddress >= MAX_HANDSHAKES_PER_ADDRESS) {
-            refuse(address, null, "too many connections in their handshake (" + handshakes + " in all, "
-                + fromAddress + " from this address)");
+    /**
+     * A connection arrived: false (refused, counted, logged) when the handshake table is full of
+     * handshakes that are still making progress.
+     */
+    boolean open(InboundConnection c, InetAddress address) {
+        List<InboundConnection> fromAddress = handshaking.computeIfAbsent(address, a -> new ArrayList<>());
+        if (fromAddress.size() >= MAX_HANDSHAKES_PER_ADDRESS) {
+            makeRoom(fromAddress);
+        } else if (handshakes >= MAX_HANDSHAKES) {
+            handshaking.values().stream().max(Comparator.comparingInt(List::size)).ifPresent(this::makeRoom);
+        }
+        if (fromAddress.size() >= MAX_HANDSHAKES_PER_ADDRESS || handshakes >= MAX_HANDSHAKES) {
+            if (fromAddress.isEmpty()) {
+                handshaking.remove(address);
+            }
+            refuse(address, null, "handshakes", "too many connections in their handshake (" + handshakes
+                + " in all, " + fromAddress.size() + " from this address), each still within its first "
+                + STALLED_HANDSHAKE_MS + " ms");
             return false;
         }
+        fromAddress.add(c);
         handshakes++;
-        handshakesByAddress.put(address, fromAddress + 1);
         return true;
     }
 
-    /** The handshake passed: false when the sender has too many connections open already. */
-    boolean authenticated(InetAddress address, String sender) {
-        handshakeEnded(address);
-        int connections = connectionsBySender.getOrDefault(sender, 0);
-        if (connections >= MAX_CONNECTIONS_PER_SENDER) {
-            return false;
+    // Closes the stalled handshake of `list` that came first, if any has stalled.
+    private void makeRoom(List<InboundConnection> list) {
+        long now = System.nanoTime();
+        for (InboundConnection c : list) {
+            if (now - c.lastHandshakeProgressNs() > STALLED_HANDSHAKE_MS * 1_000_000L) {
+                handshakeEnded(c);
+                c.evict("it yielded its handshake slot to a new connection: nothing useful from it for "
+                    + STALLED_HANDSHAKE_MS + " ms");
+                return;
+            }
         }
-        connectionsBySender.put(sender, connections + 1);
+    }
+
+    /**
+     * The handshake passed: false when the sender has its connections open already and none of them is
+     * idle (the idlest one is closed to make room otherwise).
+     */
+    boolean authenticated(InboundConnection c, String sender) {
+        handshakeEnded(c);
+        List<InboundConnection> connections = bySender.computeIfAbsent(sender, s -> new ArrayList<>());
+        if (connections.size() >= MAX_CONNECTIONS_PER_SENDER) {
+            InboundConnection idlest = connections.stream().filter(InboundConnection::isIdle)
+                .min(Comparator.comparingLong(InboundConnection::lastActivityNs)).orElse(null);
+            if (idlest == null) {
+                return false;
+            }
+            connections.remove(idlest);
+            open.decrementAndGet();
+            idlest.evict("a new connection of the same entity took its place (at most " + MAX_CONNECTIONS_PER_SENDER
+                + " per entity; this one was the idlest)");
+        }
+        connections.add(c);
         open.incrementAndGet();
         return true;
     }
 
-    private void handshakeEnded(InetAddress address) {
-        handshakes--;
-        handshakesByAddress.computeIfPresent(address, (a, n) -> n <= 1 ? null : n - 1);
+    private void handshakeEnded(InboundConnection c) {
+        for (var it = handshaking.entrySet().iterator(); it.hasNext(); ) {
+            List<InboundConnection> list = it.next().getValue();
+            if (list.remove(c)) {
+                handshakes--;
+                if (list.isEmpty()) {
+                    it.remove();
+                }
+                return;
+            }
+        }
     }
 
-    void closed(InetAddress address, String sender, boolean inHandshake, boolean authenticated) {
-        if (inHandshake) {
-            handshakeEnded(address);
-        }
-        if (authenticated) {
-            connectionsBySender.computeIfPresent(sender, (s, n) -> n <= 1 ? null : n - 1);
+    /** The connection closed: it leaves whichever table still holds it (an evicted one has left already). */
+    void closed(InboundConnection c, String sender) {
+        handshakeEnded(c);
+        List<InboundConnection> connections = sender == null ? null : bySender.get(sender);
+        if (connections != null && connections.remove(c)) {
             open.decrementAndGet();
+            if (connections.isEmpty()) {
+                bySender.remove(sender);
+            }
         }
     }
 
     /**
      * A peer broke the protocol or failed its handshake ({@code address} null: the other end of a connection
-     * this process opened): counted, and logged once a minute per peer.
+     * this process opened): counted, and logged once a minute per cause and peer.
      */
-    void refuse(InetAddress address, String peer, String why) {
+    void refuse(InetAddress address, String peer, String cause, String why) {
         if (address != null) {
             counters.rejectedConnections.incrementAndGet();
         }
-        String key = address + "/" + peer;
-        long now = System.nanoTime();
-        Long last = lastLog.get(key);
-        if (last == null || now - last > LOG_INTERVAL_NS) {
-            if (lastLog.size() > 4096) {
-                lastLog.clear();
-            }
-            lastLog.put(key, now);
-            LOG.warn("cross-node connection {}{} closed: {} (counted in remoteRejectedConnections; logged once a"
-                + " minute per peer)", address == null ? "to entity=" + peer : "from " + address.getHostAddress(),
-                address == null || peer == null ? "" : " (entity=" + peer + ")", why);
-        }
+        warnings.warn(cause, address + "/" + peer, "cross-node connection " + (address == null ? "to entity=" + peer
+            : "from " + address.getHostAddress()) + (address == null || peer == null ? "" : " (entity=" + peer + ")")
+            + " closed: " + why + " (counted in remoteRejectedConnections)");
     }
 }

@@ -1,5 +1,6 @@
 package io.mstar.transport.remote;
 
+import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.exceptions.CapacityException;
@@ -61,9 +62,14 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
     private final CRC32C crc = new CRC32C();
     private long position; // bytes of the tensor landed (or skipped)
     private long lastProgress;
+    private long lastHandshakeProgress = openedAt; // for the gate: a handshake that stalls yields its slot
+    private long lastActivity = openedAt; // for the gate and the idle timeout
+    private boolean backedUp; // the peer does not read our replies: we stop reading its frames
+    private final RateLimitedWarnings warnings;
 
     InboundConnection(RemoteLink link) {
         this.link = link;
+        this.warnings = link.warnings();
     }
 
     @Override
@@ -71,7 +77,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         this.ctx = ctx;
         this.in = ctx.alloc().compositeBuffer(64);
         this.address = ((InetSocketAddress) ctx.channel().remoteAddress()).getAddress();
-        inHandshake = link.gate().open(address);
+        inHandshake = link.gate().open(this, address);
         if (!inHandshake) {
             ctx.close();
             return;
@@ -86,6 +92,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        lastActivity = System.nanoTime();
         if (in == null) {
             ((ByteBuf) msg).release();
             return;
@@ -153,13 +160,17 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             in.release();
             in = null;
         }
-        link.gate().closed(address, peer, inHandshake, budget != null);
+        link.gate().closed(this, peer);
     }
 
     private void process() {
         try {
-            while (!paused && in != null && in.isReadable() && step()) {
-                // each step consumes a frame or bytes of a tensor
+            while (!paused && !backedUp && in != null && in.isReadable() && step()) {
+                if (!ctx.channel().isWritable()) { // replies pile up unread: read no more until they drain
+                    backedUp = true;
+                    ctx.flush();
+                    ctx.channel().config().setAutoRead(false);
+                }
             }
             if (in != null) {
                 in.discardReadComponents();
@@ -187,6 +198,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                         + " by the map");
                 }
                 peer = hello.entity();
+                lastHandshakeProgress = System.nanoTime();
                 clientNonce = hello.nonce();
                 serverNonce = Handshake.nonce();
                 ByteBuf out = ctx.alloc().buffer(HELLO_MAX);
@@ -205,10 +217,10 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                     throw new Violation("its proof does not match: it does not hold this deployment's secret");
                 }
                 inHandshake = false;
-                budget = link.authenticated(address, peer);
+                budget = link.authenticated(this, peer);
                 if (budget == null) {
                     throw new Violation("entity=" + peer + " has " + ConnectionGate.MAX_CONNECTIONS_PER_SENDER
-                        + " connections open already");
+                        + " connections open already, none of them idle");
                 }
                 ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + 1 + RemoteProtocol.MAC_BYTES);
                 RemoteProtocol.writeMac(out, RemoteProtocol.WELCOME,
@@ -248,8 +260,13 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
 
     // The tensor's bytes may come once the sender's budget and the arena have room; until then, no reading.
     private void admit() {
-        if (!budget.take(header.nbytes(), this)) {
+        SenderBudget.Admission admission = budget.take(header.nbytes(), this);
+        if (admission == SenderBudget.Admission.WAIT) {
             pause();
+            return;
+        }
+        if (admission == SenderBudget.Admission.TOO_LARGE) { // before a byte of it is committed
+            refuse(Refusal.TOO_LARGE, false);
             return;
         }
         try {
@@ -262,11 +279,12 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                 ctx.executor().schedule(this::resume, 1, TimeUnit.MILLISECONDS);
                 return;
             }
-            refuse(Refusal.NO_ROOM);
+            refuse(Refusal.NO_ROOM, true);
             return;
         } catch (RuntimeException e) {
-            LOG.warn("no room for a tensor from entity={} ({} bytes): {}", peer, header.nbytes(), e.toString());
-            refuse(Refusal.NO_ROOM);
+            warnings.warn("no-room", peer, "no room for a tensor from entity=" + peer + " (" + header.nbytes()
+                + " bytes): " + e);
+            refuse(Refusal.NO_ROOM, true);
             return;
         }
         paused = false;
@@ -274,7 +292,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         if (!claim.memory().isNative() || claim.memory().byteSize() != header.nbytes()) {
             claim.abort();
             claim = null;
-            refuse(Refusal.NO_ROOM);
+            refuse(Refusal.NO_ROOM, true);
             return;
         }
         base = claim.memory().address();
@@ -285,10 +303,10 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    // Before its bytes: they follow all the same and are skipped.
-    private void refuse(Refusal reason) {
+    // Before its bytes: they follow all the same and are skipped. `taken`: the budget holds the tensor.
+    private void refuse(Refusal reason, boolean taken) {
         paused = false;
-        tellRefused(reason);
+        tellRefused(reason, taken);
         state = State.SKIP;
         if (header.nbytes() == 0) {
             header = null;
@@ -296,14 +314,17 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    private void tellRefused(Refusal reason) {
-        budget.release(header.nbytes());
+    private void tellRefused(Refusal reason, boolean taken) {
+        if (taken) {
+            budget.release(header.nbytes());
+        }
         ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME + 1);
         RemoteProtocol.writeRefused(out, header.msb(), header.lsb(), reason);
         ctx.write(out);
         link.counters().refusedHere.incrementAndGet();
-        LOG.warn("tensor from entity={} requestId={} ({} bytes) refused: {}", peer, header.requestId(),
-            header.nbytes(), reason.text);
+        warnings.warn(reason.name(), peer, "tensor from entity=" + peer + " requestId=" + header.requestId() + " ("
+            + header.nbytes() + " bytes) refused: " + reason.text + (reason == Refusal.TOO_LARGE ? " (this node's "
+            + RemoteConfig.MAX_INFLIGHT_MB + "=" + (link.maxInFlightBytes() >> 20) + ")" : ""));
     }
 
     private void land() {
@@ -324,10 +345,10 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             claim.abort();
             claim = null;
             link.counters().aborted.incrementAndGet();
-            LOG.warn("tensor from entity={} requestId={} refused: its bytes do not match their checksum (changed on"
-                + " the way, or its slot changed under the sender's write); count in remoteAborted", peer,
-                header.requestId());
-            tellRefused(Refusal.CORRUPTED);
+            warnings.warn("checksum", peer, "tensor from entity=" + peer + " requestId=" + header.requestId()
+                + " refused: its bytes do not match their checksum (changed on the way, or its slot changed under the"
+                + " sender's write); counted in remoteAborted");
+            tellRefused(Refusal.CORRUPTED, true);
             header = null;
             state = State.HEADER;
             return;
@@ -356,11 +377,45 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         admit();
-        if (!paused) {
+        readOn();
+    }
+
+    private void readOn() {
+        if (!paused && !backedUp && in != null) {
             ctx.channel().config().setAutoRead(true);
             process();
             ctx.flush();
         }
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        if (backedUp && ctx.channel().isWritable()) {
+            backedUp = false;
+            readOn();
+        }
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    /** When the handshake last moved (opened, or its HELLO read). For the gate, on the event loop. */
+    long lastHandshakeProgressNs() {
+        return lastHandshakeProgress;
+    }
+
+    /** When a byte last came. For the gate, on the event loop. */
+    long lastActivityNs() {
+        return lastActivity;
+    }
+
+    /** Authenticated and between tensors, with nothing unread: closing it loses nothing. On the event loop. */
+    boolean isIdle() {
+        return budget != null && state == State.HEADER && claim == null && !paused && (in == null || !in.isReadable());
+    }
+
+    /** The gate gives this connection's place to another: closed, counted and logged like a refusal. */
+    void evict(String why) {
+        link.gate().refuse(address, peer, "evicted", why);
+        ctx.close();
     }
 
     /** As {@link #resume}, from any thread. */
@@ -376,6 +431,10 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         if (budget == null && now - openedAt > link.handshakeTimeoutNs()) {
             link.violation(address, peer, false, "no handshake within " + link.handshakeTimeoutNs() / 1_000_000 + " ms");
             ctx.close();
+        } else if (isIdle() && now - lastActivity > link.idleTimeoutNs()) {
+            LOG.debug("closing a cross-node connection idle for {} s: entity={}", link.idleTimeoutNs() / 1_000_000_000L,
+                peer); // the sender opens a new one when it next sends
+            ctx.close();
         } else if ((state == State.BODY || state == State.SKIP) && !paused && now - lastProgress > link.timeoutNs()) {
             link.violation(address, peer, true, "a tensor's bytes stopped after " + position + " of "
                 + header.nbytes() + " for the timeout");
@@ -388,7 +447,8 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         claim = null;
         budget.release(header.nbytes());
         link.counters().aborted.incrementAndGet();
-        LOG.warn("tensor from entity={} requestId={} aborted, not delivered: {}", peer, header.requestId(), why);
+        warnings.warn("aborted", peer, "tensor from entity=" + peer + " requestId=" + header.requestId()
+            + " aborted, not delivered: " + why);
         header = null;
     }
 }

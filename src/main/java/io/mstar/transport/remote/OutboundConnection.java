@@ -85,6 +85,11 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /** The other side accepted the connection and closed it before the handshake was done. */
+    boolean closedInHandshake() {
+        return channel != null && ready.isCompletedExceptionally();
+    }
+
     boolean isClosed() {
         Channel c = channel;
         return ready.isCompletedExceptionally() || (c != null && !c.isActive() && ready.isDone());

@@ -55,6 +55,11 @@ import java.util.concurrent.TimeUnit;
  */
 public final class RemoteLink implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
+    private final RateLimitedWarnings warnings = new RateLimitedWarnings(LOG);
+    // A connection closed in its handshake is tried again for this long: the peer's handshake table may have
+    // been full for a moment (a stalled handshake yields its place within a second); a wrong secret fails after it.
+    private static final long HANDSHAKE_RETRY_NS = 3_000_000_000L;
+    private static final long RECONNECT_PAUSE_NS = 100_000_000L;
     private static final long CHECK_INTERVAL_MS = 100;
     private static final long HANDSHAKE_TIMEOUT_MAX_NS = 5_000_000_000L;
     /**
@@ -139,8 +144,9 @@ public final class RemoteLink implements AutoCloseable {
         if (config.secret() == null && !config.insecure()) {
             throw new ConfigurationException("the cross-node path needs a secret that every node of the deployment"
                 + " holds: set " + RemoteConfig.SECRET_FILE + " (a file only its owner reads), " + RemoteConfig.SECRET
-                + " or " + TransportConfig.DEPLOYMENT_TOKEN + "; or " + RemoteConfig.INSECURE + "=1 to let anyone"
-                + " who reaches the port in");
+                + " or " + TransportConfig.DEPLOYMENT_TOKEN + " (at least 128 bits: 32 hex digits, 22 base64"
+                + " characters); or " + RemoteConfig.INSECURE + "=1 to let anyone who reaches the port in"
+                + (config.secretSource() == null ? "" : "; found " + config.secretSource()));
         }
         if (config.endpointOf(deployment.entity()) == null) {
             throw new ConfigurationException(RemoteConfig.ENTITIES + " does not place entity=" + deployment.entity()
@@ -301,29 +307,37 @@ public final class RemoteLink implements AutoCloseable {
         return peers.computeIfAbsent(to, e -> new Peer(e, TcpCarrier.address(endpoint)));
     }
 
-    // The peer's connection, made (and authenticated) when there is none; the caller holds the peer.
+    // The peer's connection, made (and authenticated) when there is none; the caller holds the peer. A
+    // connection refused before the deadline (the peer's handshake table was full for a moment) is tried again.
     private OutboundConnection connection(Peer peer, long deadline) {
-        OutboundConnection c = peer.connection;
-        if (c == null || c.isClosed()) {
-            c = new OutboundConnection(this, peer.entity);
-            peer.connection = c;
-            OutboundConnection made = c;
-            carrier.connect(peer.address, localAddress, c, (int) Math.min(Integer.MAX_VALUE, timeoutNs / 1_000_000))
-                .addListener(f -> {
-                    if (!f.isSuccess()) {
-                        made.failed(f.cause());
-                    }
-                });
-        }
-        try {
-            if (c.awaitReady(deadline)) {
-                return c;
+        long retryUntil = Math.min(deadline, System.nanoTime() + HANDSHAKE_RETRY_NS);
+        while (true) {
+            OutboundConnection c = peer.connection;
+            if (c == null || c.isClosed()) {
+                c = new OutboundConnection(this, peer.entity);
+                peer.connection = c;
+                OutboundConnection made = c;
+                carrier.connect(peer.address, localAddress, c, (int) Math.min(Integer.MAX_VALUE, timeoutNs / 1_000_000))
+                    .addListener(f -> {
+                        if (!f.isSuccess()) {
+                            made.failed(f.cause());
+                        }
+                    });
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            try {
+                if (c.awaitReady(deadline)) {
+                    return c;
+                }
+                if (c.closedInHandshake() && System.nanoTime() + RECONNECT_PAUSE_NS < retryUntil && !closer.isClosed()) {
+                    Thread.sleep(RECONNECT_PAUSE_NS / 1_000_000);
+                    continue;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.address
+                + " cannot be reached and authenticated: " + c.whyNotReady() + " (" + RemoteConfig.TIMEOUT_S + ")");
         }
-        throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.address
-            + " cannot be reached and authenticated: " + c.whyNotReady() + " (" + RemoteConfig.TIMEOUT_S + ")");
     }
 
     /**
@@ -431,6 +445,19 @@ public final class RemoteLink implements AutoCloseable {
         return timeoutNs;
     }
 
+    long idleTimeoutNs() {
+        return config.idleTimeout().toNanos();
+    }
+
+    long maxInFlightBytes() {
+        return config.maxInFlightBytes();
+    }
+
+    /** One per link: every connection's warnings about its peer share the once-a-minute windows. */
+    RateLimitedWarnings warnings() {
+        return warnings;
+    }
+
     long handshakeTimeoutNs() {
         return Math.min(timeoutNs, HANDSHAKE_TIMEOUT_MAX_NS);
     }
@@ -444,9 +471,9 @@ public final class RemoteLink implements AutoCloseable {
     }
 
     /** The handshake passed: the sender's budget, or null when it has too many connections open already. */
-    SenderBudget authenticated(InetAddress address, String sender) {
-        return gate.authenticated(address, sender)
-            ? budgets.computeIfAbsent(sender, s -> new SenderBudget(config.maxInFlightBytes())) : null;
+    SenderBudget authenticated(InboundConnection connection, String sender) {
+        return gate.authenticated(connection, sender)
+            ? budgets.computeIfAbsent(sender, s -> new SenderBudget(config.maxInFlightBytes(), config.maxInFlightTensors())) : null;
     }
 
     /** A peer broke the protocol or failed its handshake: closed, counted, logged (at most once a minute). */
@@ -454,7 +481,7 @@ public final class RemoteLink implements AutoCloseable {
         if (authenticated) {
             counters.protocolErrors.incrementAndGet();
         }
-        gate.refuse(address, peer, why);
+        gate.refuse(address, peer, "protocol", why);
     }
 
     TensorClaim claim(TensorHeader header) {

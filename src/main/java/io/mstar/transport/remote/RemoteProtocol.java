@@ -56,7 +56,8 @@ final class RemoteProtocol {
     /** Why a receiver dropped a tensor; the sender reports it with its own words, never the peer's. */
     enum Refusal {
         NO_ROOM("the receiving node's arena had no room for it"),
-        CORRUPTED("its bytes did not match its CRC32C on arrival");
+        CORRUPTED("its bytes did not match its CRC32C on arrival"),
+        TOO_LARGE("it is larger than the receiving node lets one sender hold (MSTAR_REMOTE_MAX_INFLIGHT_MB there)");
 
         final String text;
 

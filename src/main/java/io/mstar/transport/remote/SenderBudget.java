@@ -4,37 +4,50 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The bytes one sending entity holds in this node's arena (tensors landing, or landed and not yet ACKed by
- * the local consumer), across its connections, capped at {@code MSTAR_REMOTE_MAX_INFLIGHT_MB}. A tensor
- * larger than the cap still comes when the sender holds nothing. Connections that found no room wait here
- * and are resumed when bytes are freed.
+ * What one sending entity holds in this node (tensors landing, or landed and not yet ACKed by the local
+ * consumer), across its connections: at most {@code MSTAR_REMOTE_MAX_INFLIGHT_MB} of bytes and {@code
+ * MSTAR_REMOTE_MAX_INFLIGHT_TENSORS} tensors, so that neither a few large tensors nor a flood of empty ones
+ * (each a slot or a spill file, an open descriptor) can take the node. A tensor larger than the byte cap is
+ * refused outright, before any of it is committed. Connections that found no room wait here and are
+ * resumed when room is freed.
  */
 final class SenderBudget {
-    private final long max;
-    private long held; // guarded by this
+    /** What {@link #take} decided. */
+    enum Admission { TAKEN, WAIT, TOO_LARGE }
+
+    private final long maxBytes;
+    private final int maxTensors;
+    private long heldBytes; // guarded by this
+    private int heldTensors; // guarded by this
     private final List<InboundConnection> waiting = new ArrayList<>(); // guarded by this
 
-    SenderBudget(long max) {
-        this.max = max;
+    SenderBudget(long maxBytes, int maxTensors) {
+        this.maxBytes = maxBytes;
+        this.maxTensors = maxTensors;
     }
 
-    /** Takes {@code n} bytes, or registers {@code waiter} to be resumed and returns false. */
-    synchronized boolean take(long n, InboundConnection waiter) {
-        if (held > 0 && held + n > max) {
+    /** Takes room for a tensor of {@code n} bytes, or registers {@code waiter} to be resumed ({@code WAIT}). */
+    synchronized Admission take(long n, InboundConnection waiter) {
+        if (n > maxBytes) {
+            return Admission.TOO_LARGE;
+        }
+        if (heldBytes + n > maxBytes || heldTensors >= maxTensors) {
             if (!waiting.contains(waiter)) {
                 waiting.add(waiter);
             }
-            return false;
+            return Admission.WAIT;
         }
-        held += n;
-        return true;
+        heldBytes += n;
+        heldTensors++;
+        return Admission.TAKEN;
     }
 
-    /** Gives back {@code n} bytes and resumes the connections that waited. */
+    /** Gives back a tensor of {@code n} bytes and resumes the connections that waited. */
     void release(long n) {
         List<InboundConnection> wake;
         synchronized (this) {
-            held -= n;
+            heldBytes -= n;
+            heldTensors--;
             if (waiting.isEmpty()) {
                 return;
             }
