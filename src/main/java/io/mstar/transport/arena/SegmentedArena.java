@@ -74,6 +74,7 @@ public final class SegmentedArena implements AutoCloseable {
     private final MappedSegment[] segments;
     private final FirstFitAllocator[] allocators;
     private final boolean[] dedicated;
+    private final boolean[] retired; // shrunk under us by another process: no new slots, removed once empty
     private final int[] generations;
     private int positionsInUse; // positions below this may hold a segment
     private int segmentCount;
@@ -131,6 +132,7 @@ public final class SegmentedArena implements AutoCloseable {
         this.segments = new MappedSegment[maxSegments];
         this.allocators = new FirstFitAllocator[maxSegments];
         this.dedicated = new boolean[maxSegments];
+        this.retired = new boolean[maxSegments];
         this.generations = new int[maxSegments];
         this.recentFrees = new RecentFrees(segmentBytes / 4);
         checkCeiling();
@@ -218,7 +220,7 @@ public final class SegmentedArena implements AutoCloseable {
         }
         long freeBytes = 0;
         for (int p = 0; p < positionsInUse; p++) {
-            if (allocators[p] != null && !dedicated[p]) {
+            if (allocators[p] != null && !dedicated[p] && !retired[p]) {
                 freeBytes += allocators[p].freeBytes();
             }
         }
@@ -240,7 +242,7 @@ public final class SegmentedArena implements AutoCloseable {
     private long reserveInSegments(long sizeBytes, long aligned) {
         for (int p = 0; p < positionsInUse; p++) {
             FirstFitAllocator allocator = allocators[p];
-            if (allocator != null && !dedicated[p] && allocator.largestFreeBlockBytes() >= aligned) {
+            if (allocator != null && !dedicated[p] && !retired[p] && allocator.largestFreeBlockBytes() >= aligned) {
                 return reserved(p, allocator.reserve(sizeBytes));
             }
         }
@@ -274,7 +276,7 @@ public final class SegmentedArena implements AutoCloseable {
     }
 
     private boolean isIdleDedicated(int p) {
-        return segments[p] != null && dedicated[p] && allocators[p].liveSlots() == 0;
+        return segments[p] != null && dedicated[p] && !retired[p] && allocators[p].liveSlots() == 0;
     }
 
     private long reserved(int position, long offset) {
@@ -288,9 +290,13 @@ public final class SegmentedArena implements AutoCloseable {
      */
     public synchronized FreeOutcome free(long slot, long nbytes) {
         int p = livePosition(slot);
-        if (p >= 0 && !recentFrees.holds(slot) && SlotStamp.at(offset(slot), nbytes) + SlotStamp.STAMP_BYTES
+        if (p >= 0 && !retired[p] && !recentFrees.holds(slot) && SlotStamp.at(offset(slot), nbytes) + SlotStamp.STAMP_BYTES
             <= offset(slot) + allocators[p].slotBytes(offset(slot))) {
-            SlotStamp.clear(segments[p].memory(), offset(slot), nbytes);
+            try {
+                SlotStamp.clear(segments[p].memory(), offset(slot), nbytes);
+            } catch (InternalError fault) { // shrunk under us: see retireShrunk
+                retireShrunk(slot, fault);
+            }
         }
         return free(slot);
     }
@@ -307,7 +313,7 @@ public final class SegmentedArena implements AutoCloseable {
             refusedFrees++;
             return FreeOutcome.DOUBLE_FREE;
         }
-        long slotBytes = dedicated[p] ? -1 : allocators[p].slotBytes(offset(slot));
+        long slotBytes = dedicated[p] || retired[p] ? -1 : allocators[p].slotBytes(offset(slot));
         if (slotBytes > 0 && recentFrees.keep(slot, slotBytes)) {
             frees++;
             return FreeOutcome.FREED;
@@ -318,7 +324,27 @@ public final class SegmentedArena implements AutoCloseable {
             return outcome;
         }
         frees++;
+        if (retired[p] && allocators[p].liveSlots() == 0) {
+            removeSegment(p);
+        }
         return outcome;
+    }
+
+    /**
+     * The segment of a live slot was shrunk under us (another process of this user truncated its file: a
+     * write there faulted): it takes no new slot from now on, its name goes (so no consumer maps it again),
+     * and it is removed when its last slot is freed. Tensors already in it are refused by their readers.
+     */
+    public synchronized void retireShrunk(long slot, Throwable fault) {
+        int p = livePosition(slot);
+        if (p < 0 || retired[p]) {
+            return;
+        }
+        returnRecentFrees(); // none of its slots may wait there to be handed out again
+        retired[p] = true;
+        LOG.warn("an arena segment was shrunk under its producer (another process of this user truncated it): it is"
+            + " retired, and the arena goes on in another: segment={}, {}", segments[p].name(), fault.toString());
+        segments[p].unlink();
     }
 
     /** The writable memory of a live slot, {@code sizeBytes} long. */
@@ -581,6 +607,7 @@ public final class SegmentedArena implements AutoCloseable {
         segments[p] = null;
         allocators[p] = null;
         dedicated[p] = false;
+        retired[p] = false;
         segmentCount--;
         segmentsBytes -= segment.sizeBytes();
         try {

@@ -69,11 +69,12 @@ final class SlotWriter {
     }
 
     private TensorDescriptor send(String requestId, Tensor tensor, UUID uuid) {
-        long slot = ladder.reserve(tensor.nbytes());
+        long slot = reserveStamped(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), tensor.nbytes());
         if (slot == SegmentedArena.FULL) {
             return spill(requestId, tensor, uuid);
         }
-        MemorySegment memory = track(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), slot, tensor.nbytes());
+        inFlight.track(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), slot, tensor.nbytes());
+        MemorySegment memory = arena.segmentMemory(slot);
         MemorySegment.copy(tensor.data(), 0, memory, SegmentedArena.offset(slot), tensor.nbytes());
         return describe(uuid, requestId, tensor.dtype(), tensor.shape(), tensor.nbytes(), slot);
     }
@@ -85,13 +86,14 @@ final class SlotWriter {
         long msb = uuids.msb();
         long lsb = uuids.lsb();
         long nbytes = tensor.nbytes();
-        long slot = ladder.reserve(nbytes);
+        long slot = reserveStamped(msb, lsb, nbytes);
         if (slot == SegmentedArena.FULL) {
             return DescriptorCodec.encode(spill(requestId, tensor, new UUID(msb, lsb)), out, offset);
         }
         boolean ok = false;
         try {
-            MemorySegment memory = track(msb, lsb, slot, nbytes);
+            inFlight.track(msb, lsb, slot, nbytes);
+            MemorySegment memory = arena.segmentMemory(slot);
             MemorySegment.copy(tensor.data(), 0, memory, SegmentedArena.offset(slot), nbytes);
             int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), tensor, nbytes,
                 Placement.ARENA, arena.segmentName(slot), SegmentedArena.offset(slot), out, offset);
@@ -115,12 +117,12 @@ final class SlotWriter {
         uuids.next();
         long msb = uuids.msb();
         long lsb = uuids.lsb();
-        long slot = ladder.reserve(nbytes);
+        long slot = reserveStamped(msb, lsb, nbytes);
         if (slot == SegmentedArena.FULL) {
             return spill.claim(requestId, dtype, shape, new UUID(msb, lsb), counters, true);
         }
         counters.claimOpened();
-        MemorySegment memory = stamped(msb, lsb, slot, nbytes).asSlice(SegmentedArena.offset(slot), nbytes);
+        MemorySegment memory = arena.segmentMemory(slot).asSlice(SegmentedArena.offset(slot), nbytes);
         return new SlotClaim(this, requestId, dtype, shape, nbytes, msb, lsb, slot, memory);
     }
 
@@ -156,25 +158,37 @@ final class SlotWriter {
 
     /** A slot for the tensor, stamped and tracked in flight from now on; or {@link SegmentedArena#FULL}: spill it. */
     long reserve(long msb, long lsb, long nbytes) {
-        long slot = ladder.reserve(nbytes);
+        long slot = reserveStamped(msb, lsb, nbytes);
         if (slot != SegmentedArena.FULL) {
-            track(msb, lsb, slot, nbytes);
+            inFlight.track(msb, lsb, slot, nbytes);
         }
         return slot;
     }
 
-    // Stamps a reserved slot with its tensor and tracks it in flight; returns the segment's memory.
-    private MemorySegment track(long msb, long lsb, long slot, long nbytes) {
-        MemorySegment segment = stamped(msb, lsb, slot, nbytes);
-        inFlight.track(msb, lsb, slot, nbytes);
-        return segment;
-    }
-
-    // Stamps a reserved slot with the tensor that owns it from now on; returns the segment's memory.
-    private MemorySegment stamped(long msb, long lsb, long slot, long nbytes) {
-        MemorySegment segment = arena.segmentMemory(slot);
-        SlotStamp.write(segment, SegmentedArena.offset(slot), nbytes, msb, lsb);
-        return segment;
+    /**
+     * A slot up the ladder, stamped with the tensor that owns it from now on; or {@link SegmentedArena#FULL}.
+     * The stamp lies past the tensor's bytes, so a segment another process shrank under us faults here first
+     * (the JVM turns the SIGBUS into an {@link InternalError}): that segment is retired and the tensor takes a
+     * slot in another.
+     */
+    private long reserveStamped(long msb, long lsb, long nbytes) {
+        for (int attempt = 1; ; attempt++) {
+            long slot = ladder.reserve(nbytes);
+            if (slot == SegmentedArena.FULL) {
+                return slot;
+            }
+            try {
+                SlotStamp.write(arena.segmentMemory(slot), SegmentedArena.offset(slot), nbytes, msb, lsb);
+                return slot;
+            } catch (InternalError fault) {
+                if (attempt > arena.maxSegments()) {
+                    throw fault; // not a shrunk segment after all: nothing retiring one would fix
+                }
+                arena.retireShrunk(slot, fault);
+                arena.free(slot);
+                ladder.freed();
+            }
+        }
     }
 
     /** The address where the bytes of a reserved slot go (for native copies). */

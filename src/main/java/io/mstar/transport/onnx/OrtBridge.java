@@ -122,6 +122,10 @@ public final class OrtBridge {
      *
      * @throws IllegalStateException when an input or output was closed, published or aborted, or its memory is
      *                               no longer mapped (ORT would crash the JVM on it)
+     * @throws io.mstar.transport.exceptions.SegmentAccessException when a shared-memory file under an input or
+     *                               output was shrunk (truncated by a process of this user) before the run (ORT
+     *                               is not called) or during it (the results are not to be believed; a shrink
+     *                               during the run can crash the JVM inside ORT, see docs/security.md)
      */
     public void run(OrtSession session, Map<String, OrtInput> inputs, Map<String, OrtOutput> outputs)
         throws OrtException {
@@ -129,6 +133,7 @@ public final class OrtBridge {
             Map<String, OnnxTensor> in = new HashMap<>(inputs.size() * 2);
             inputs.forEach((name, input) -> in.put(name, input.usableTensor(name)));
             session.run(in, pinned(outputs)).close(); // the result does not own pinned outputs: this leaves them open
+            held.checkBacked();
         }
     }
 
@@ -143,7 +148,14 @@ public final class OrtBridge {
         try (NativeUse held = hold(inputs, Map.of())) {
             Map<String, OnnxTensor> in = new HashMap<>(inputs.size() * 2);
             inputs.forEach((name, input) -> in.put(name, input.usableTensor(name)));
-            return session.run(in);
+            OrtSession.Result result = session.run(in);
+            try {
+                held.checkBacked();
+            } catch (RuntimeException e) {
+                result.close();
+                throw e;
+            }
+            return result;
         }
     }
 
@@ -162,6 +174,7 @@ public final class OrtBridge {
         });
         try (NativeUse held = hold(Map.of(), outputs)) {
             session.run(inputs, pinned(outputs)).close();
+            held.checkBacked();
         }
     }
 

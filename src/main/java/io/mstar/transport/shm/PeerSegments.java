@@ -94,7 +94,11 @@ public final class PeerSegments implements AutoCloseable {
         try {
             MemorySegment segment = held.segment.memory();
             checkStamp(segment, fileName, offset, nbytes, uuidMsb, uuidLsb, "before it was read");
-            reader.read(segment, offset, nbytes);
+            try {
+                reader.read(segment, offset, nbytes);
+            } catch (InternalError fault) {
+                throw shrunk(fileName, offset, nbytes, fault);
+            }
             checkStamp(segment, fileName, offset, nbytes, uuidMsb, uuidLsb, "while it was read");
         } finally {
             release(held);
@@ -104,7 +108,13 @@ public final class PeerSegments implements AutoCloseable {
     // Throws when the slot no longer holds the tensor: counted, and logged at most every STALE_WARN_INTERVAL_NS.
     private void checkStamp(MemorySegment segment, String fileName, long offset, long nbytes, long msb, long lsb,
                             String when) {
-        if (SlotStamp.holds(segment, offset, nbytes, msb, lsb)) {
+        boolean holds;
+        try {
+            holds = SlotStamp.holds(segment, offset, nbytes, msb, lsb);
+        } catch (InternalError fault) {
+            throw shrunk(fileName, offset, nbytes, fault);
+        }
+        if (holds) {
             return;
         }
         UUID uuid = new UUID(msb, lsb);
@@ -119,6 +129,15 @@ public final class PeerSegments implements AutoCloseable {
                 count, STALE_WARN_INTERVAL_NS / 1_000_000_000L);
         }
         throw stale;
+    }
+
+    /**
+     * The stamp lies past the tensor's bytes, so a file shrunk below the tensor faults on the stamp check: the
+     * JVM turns that SIGBUS into an {@link InternalError}, which goes up as ours.
+     */
+    private static SegmentAccessException shrunk(String fileName, long offset, long nbytes, InternalError fault) {
+        return new SegmentAccessException("peer segment was shrunk below the tensor (a process of this user"
+            + " truncated it): segment=" + fileName + ", offset=" + offset + ", nbytes=" + nbytes, fault);
     }
 
     // The mapping of the segment, mapped on first use, with one more reader.

@@ -24,7 +24,7 @@ import java.util.Map;
  */
 public final class OrtMisuse {
     static final List<String> CASES = List.of("view-closed", "tensor-closed", "input-closed", "transport-closed",
-        "output-published", "output-tensor-closed");
+        "output-published", "output-tensor-closed", "input-segment-shrunk");
 
     private OrtMisuse() {
     }
@@ -37,7 +37,7 @@ public final class OrtMisuse {
                 try (TensorTransport producer = TensorTransports.create(deployment(dir, "1", "p-" + misuse), false);
                      TensorTransport consumer = TensorTransports.create(deployment(dir, "1", "c-" + misuse), false);
                      TensorTransport files = TensorTransports.create(deployment(dir, "0", "f-" + misuse), false)) {
-                    String refused = attempt(misuse, env, session, producer, consumer, files);
+                    String refused = attempt(misuse, dir, env, session, producer, consumer, files);
                     System.out.println(refused == null ? "RAN " + misuse : "REFUSED " + misuse + ": " + refused);
                 }
             }
@@ -50,7 +50,7 @@ public final class OrtMisuse {
     }
 
     // The exception the run threw, or null when ORT ran.
-    private static String attempt(String misuse, OrtEnvironment env, OrtSession session, TensorTransport producer,
+    private static String attempt(String misuse, Path dir, OrtEnvironment env, OrtSession session, TensorTransport producer,
                                   TensorTransport consumer, TensorTransport files) throws Exception {
         TensorDescriptor x = OrtBridgeTest.publishInput(producer, 1);
         ReceivedTensor received = consumer.receive(x);
@@ -65,11 +65,17 @@ public final class OrtMisuse {
                 case "transport-closed" -> consumer.close();
                 case "output-published" -> output.publish();
                 case "output-tensor-closed" -> output.tensor().close();
+                case "input-segment-shrunk" -> { // a process of this user truncates the producer's segment
+                    try (java.nio.channels.FileChannel f = java.nio.channels.FileChannel.open(
+                        dir.resolve(x.fileName()), java.nio.file.StandardOpenOption.WRITE)) {
+                        f.truncate(0);
+                    }
+                }
                 default -> throw new IllegalArgumentException(misuse);
             }
             inputs.run(session, Map.of("x", input), Map.of("y", output));
             return null;
-        } catch (IllegalStateException e) {
+        } catch (IllegalStateException | io.mstar.transport.exceptions.SegmentAccessException e) {
             return e.getMessage();
         } finally {
             producer.ack(List.of(x.uuid()));
