@@ -26,12 +26,22 @@ public final class DirectoryEntries {
 
     /** An entry as one {@code lstat} saw it: its owner and its type. */
     public record Seen(int uid, int mode) {
+
         public boolean isSymbolicLink() {
             return (mode & Posix.S_IFMT) == Posix.S_IFLNK;
         }
 
         public boolean isRegularFile() {
             return (mode & Posix.S_IFMT) == Posix.S_IFREG;
+        }
+
+        public boolean isDirectory() {
+            return (mode & Posix.S_IFMT) == Posix.S_IFDIR;
+        }
+
+        /** A FIFO, a socket or a device node: nothing the library ever makes. */
+        public boolean isSpecial() {
+            return !isRegularFile() && !isSymbolicLink() && !isDirectory();
         }
     }
 

@@ -124,7 +124,8 @@ public final class Reclaimer {
         if (seen == null || seen.uid() != Posix.geteuid() && !otherUsers) {
             return -1;
         }
-        if (seen.isSymbolicLink()) { // we never create links: one at our name is planted; removing it follows nothing
+        if (seen.isSymbolicLink() || seen.isSpecial()) {
+            // We never create links or FIFOs: one at our name is planted; removing it opens and follows nothing.
             return unlinkQuietly(path) ? 0 : -1;
         }
         if (!seen.isRegularFile()) {

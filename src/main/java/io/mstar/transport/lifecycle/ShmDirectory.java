@@ -83,7 +83,7 @@ public final class ShmDirectory {
         int uid = Posix.geteuid();
         String refused = seen == null ? "it vanished while it was being checked"
             : seen.isSymbolicLink() ? "it is a symbolic link"
-            : (seen.mode() & Posix.S_IFMT) != S_IFDIR ? "it is not a directory"
+            : !seen.isDirectory() ? "it is not a directory"
             : seen.uid() != uid ? "it belongs to uid " + seen.uid() + ", not to us (uid " + uid + ")"
             : (seen.mode() & 07777) != 0700 ? "its mode is " + Integer.toOctalString(seen.mode() & 07777) + ", not 700"
             : !onTmpfs(dir) ? "it is not on a tmpfs (shared memory must not be written back to a disk)"
@@ -96,8 +96,6 @@ public final class ShmDirectory {
                 + " deployment");
         }
     }
-
-    private static final int S_IFDIR = 0x4000;
 
     private static boolean onTmpfs(Path dir) {
         try {

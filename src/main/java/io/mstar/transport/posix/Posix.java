@@ -55,6 +55,7 @@ public final class Posix {
     public static final int S_IFMT = 0xF000;
     public static final int S_IFREG = 0x8000;
     public static final int S_IFLNK = 0xA000;
+    public static final int S_IFDIR = 0x4000;
 
     public static final int LOCK_SH = 1;
     public static final int LOCK_EX = 2;

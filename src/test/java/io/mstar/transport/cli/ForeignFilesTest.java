@@ -6,6 +6,7 @@ import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.channel.ShmMailbox;
 import io.mstar.transport.exceptions.EntityInUseException;
+import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.naming.ShmNames;
@@ -24,12 +25,15 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -63,13 +67,15 @@ class ForeignFilesTest {
             ShmNames.mailbox(NS, "worker"),                    // a squatter on a mailbox we need
             "mstar_" + NS.id() + "_arena_x_0badf00d_0",        // a look-alike segment nobody locks
             "mstar_" + NS.id() + "_aeron_x_0badf00d",          // a look-alike driver directory
-            "mstar-demo-0badf00d");                            // a look-alike demo directory
+            "mstar-demo-0badf00d",                             // a look-alike demo directory
+            ShmNames.mailbox(NS, "fifo"));                     // a FIFO where a peer's mailbox would be
         String d = shm.path().toString();
         String script = "ln -s " + victim + " " + d + "/" + planted.get(0)
             + " && printf x > " + d + "/" + planted.get(1) + " && chmod 600 " + d + "/" + planted.get(1)
             + " && printf y > " + d + "/" + planted.get(2)
             + " && mkdir " + d + "/" + planted.get(3) + " " + d + "/" + planted.get(4)
-            + " && printf z > " + d + "/" + planted.get(3) + "/cnc.dat";
+            + " && printf z > " + d + "/" + planted.get(3) + "/cnc.dat"
+            + " && mkfifo -m 666 " + d + "/" + planted.get(5);
         Process p = new ProcessBuilder("/usr/bin/setpriv", "--reuid=" + OTHER_UID, "--regid=" + OTHER_UID,
             "--clear-groups", "sh", "-c", script).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -129,6 +135,26 @@ class ForeignFilesTest {
             assertTrue(Files.notExists(shm.path().resolve(name), LinkOption.NOFOLLOW_LINKS), name + " left: " + out);
         }
         assertEquals("precious", readVictim());
+    }
+
+    /**
+     * A FIFO at a peer's mailbox name: opened to probe the peer's lock, it would block until a writer came
+     * (and root may open any FIFO). Opened without waiting and found not to be a file, it is no peer:
+     * {@code awaitPeer} says so within its timeout, and a send fails at once.
+     */
+    @Test
+    void aFifoAtAPeersMailboxNameNeitherHangsAwaitPeerNorPassesForThePeer() {
+        try (ShmMailbox me = ShmMailbox.open(ShmTestDir.deployment(shm.path(), ENDPOINT, "me"))) {
+            long start = System.nanoTime();
+            boolean alive = assertTimeoutPreemptively(Duration.ofSeconds(8), () -> me.awaitPeer("fifo",
+                Duration.ofSeconds(2)), "awaitPeer hung on the FIFO");
+            long tookMs = (System.nanoTime() - start) / 1_000_000;
+            assertFalse(alive, "a FIFO passed for a live peer");
+            assertTrue(tookMs < 4000, "awaitPeer(2 s) took " + tookMs + " ms");
+            assertTimeoutPreemptively(Duration.ofSeconds(5), () -> assertThrows(PeerUnavailableException.class,
+                () -> me.sendAcks("fifo", List.of(java.util.UUID.randomUUID()))), "a send hung on the FIFO");
+        }
+        assertAllPlantedRemain();
     }
 
     private void assertAllPlantedRemain() {
