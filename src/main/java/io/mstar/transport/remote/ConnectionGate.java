@@ -23,10 +23,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>A full table does not simply refuse the newcomer, or whoever fills it first (a slowloris from the
  * producer's own address, idle connections opened in an entity's name) would keep the honest out for as
  * long as it likes. A new handshake takes the place of one that has sent nothing useful for {@value
- * #STALLED_HANDSHAKE_MS} ms (honest handshakes take milliseconds), the oldest first, from the same address
- * when that address is at its share, else from the address that holds the most; a new authenticated
- * connection takes the place of its entity's connection that has been idle longest. Every refusal is
- * counted and logged at most once a minute per cause and peer.
+ * #STALLED_HANDSHAKE_MS} ms (honest handshakes take milliseconds), else of one that has not named itself
+ * yet, the oldest first: from the same address when that address is at its share, else from the address
+ * that holds the most. A new authenticated connection takes the place of its entity's idlest connection.
+ * Every refusal is counted and logged at most once a minute per cause and peer.
  */
 final class ConnectionGate {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
@@ -92,16 +92,17 @@ final class ConnectionGate {
         return true;
     }
 
-    // Closes the stalled handshake of `list` that came first, if any has stalled.
+    // Makes room in `list`: closes the handshake that came first among those that stalled (nothing useful
+    // for STALLED_HANDSHAKE_MS), else among those that have not even named themselves yet. An honest client
+    // names itself within a round trip of connecting, so a slowloris yields to it, never the reverse.
     private void makeRoom(List<InboundConnection> list) {
         long now = System.nanoTime();
-        for (InboundConnection c : list) {
-            if (now - c.lastHandshakeProgressNs() > STALLED_HANDSHAKE_MS * 1_000_000L) {
-                handshakeEnded(c);
-                c.evict("it yielded its handshake slot to a new connection: nothing useful from it for "
-                    + STALLED_HANDSHAKE_MS + " ms");
-                return;
-            }
+        InboundConnection victim = list.stream()
+            .filter(c -> now - c.lastHandshakeProgressNs() > STALLED_HANDSHAKE_MS * 1_000_000L).findFirst()
+            .orElseGet(() -> list.stream().filter(c -> !c.namedItself()).findFirst().orElse(null));
+        if (victim != null) {
+            handshakeEnded(victim);
+            victim.evict("it yielded its handshake slot to a new connection: it had sent nothing useful");
         }
     }
 

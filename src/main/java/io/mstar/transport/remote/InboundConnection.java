@@ -402,6 +402,11 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         return lastHandshakeProgress;
     }
 
+    /** Whether its HELLO has been read. For the gate, on the event loop. */
+    boolean namedItself() {
+        return peer != null;
+    }
+
     /** When a byte last came. For the gate, on the event loop. */
     long lastActivityNs() {
         return lastActivity;

@@ -40,13 +40,16 @@ class HostilePeerTest {
     private static final byte[] RIGHT = TwoNodes.SECRET.getBytes(StandardCharsets.UTF_8);
 
     /** Node B's consumer side, with a timeout of 1 s (or as given). */
-    private record Victim(TwoNodes nodes, TensorTransport consumer, RoutedMailbox inbox) implements AutoCloseable {
+    record Victim(TwoNodes nodes, TensorTransport consumer, RoutedMailbox inbox) implements AutoCloseable {
         static Victim open(TwoNodes nodes) {
             return open(nodes, "1");
         }
 
-        static Victim open(TwoNodes nodes, String timeoutS) {
-            Deployment b = Deployment.of(nodes.config(false, RemoteConfig.TIMEOUT_S, timeoutS), "pipe", "decode");
+        static Victim open(TwoNodes nodes, String timeoutS, String... extra) {
+            String[] env = Arrays.copyOf(extra, extra.length + 2);
+            env[extra.length] = RemoteConfig.TIMEOUT_S;
+            env[extra.length + 1] = timeoutS;
+            Deployment b = Deployment.of(nodes.config(false, env), "pipe", "decode");
             TensorTransport consumer = TensorTransports.create(b, false);
             return new Victim(nodes, consumer, (RoutedMailbox) TensorTransports.mailbox(b));
         }
@@ -87,7 +90,7 @@ class HostilePeerTest {
     }
 
     /** The attacking side of one connection: frames by hand. */
-    private static final class Attacker implements AutoCloseable {
+    static final class Attacker implements AutoCloseable {
         final Socket socket;
         final OutputStream out;
         final DataInputStream in;
@@ -172,10 +175,15 @@ class HostilePeerTest {
         }
 
         static byte[] tensorHeader(long nbytes, long[] shape, DType dtype, String requestId, int lengthDelta) {
+            return tensorHeader(42, nbytes, shape, dtype, requestId, lengthDelta);
+        }
+
+        /** A TENSOR header of uuid (n, n + 1). */
+        static byte[] tensorHeader(long n, long nbytes, long[] shape, DType dtype, String requestId, int lengthDelta) {
             byte[] id = requestId.getBytes(StandardCharsets.UTF_8);
             ByteBuffer b = ByteBuffer.allocate(RemoteProtocol.TENSOR_FIXED - 1 + 8 * shape.length + id.length)
                 .order(ByteOrder.LITTLE_ENDIAN);
-            b.putLong(42).putLong(43).putLong(nbytes).putInt(0).put((byte) dtype.code()).put((byte) shape.length)
+            b.putLong(n).putLong(n + 1).putLong(nbytes).putInt(0).put((byte) dtype.code()).put((byte) shape.length)
                 .putShort((short) id.length);
             for (long d : shape) {
                 b.putLong(d);
@@ -343,7 +351,7 @@ class HostilePeerTest {
         return done / ((System.nanoTime() - start) / 1e9);
     }
 
-    private static void waitFor(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+    static void waitFor(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
         long deadline = System.nanoTime() + 15_000_000_000L;
         while (!condition.getAsBoolean()) {
             assertTrue(System.nanoTime() < deadline, what);
