@@ -1,6 +1,5 @@
 package io.mstar.transport;
 
-import io.mstar.transport.lifecycle.ShmDirectory;
 import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.naming.ShmNames;
 
@@ -24,7 +23,6 @@ public final class Deployment {
         this.config = Objects.requireNonNull(config, "config");
         this.namespace = namespace;
         this.entity = ShmNames.checkEntity(entity);
-        ShmDirectory.prepare(config.shmDir()); // the default one is made 0700 and checked before any file goes in
     }
 
     /**
@@ -33,8 +31,6 @@ public final class Deployment {
      *                 depends on that token)
      * @param entity   names this process within the deployment: letters, digits, '_', '-' and '.', up to 64
      * @throws IllegalArgumentException when the endpoint is empty or the entity is not a valid name
-     * @throws io.mstar.transport.exceptions.ConfigurationException when the default shared-memory directory
-     *                                  cannot be made or fails its check (another user's, a link, not 0700)
      */
     public static Deployment of(TransportConfig config, String endpoint, String entity) {
         return new Deployment(config, Namespace.of(config.deploymentToken(), endpoint), entity);

@@ -1,7 +1,6 @@
 package io.mstar.transport;
 
 import io.mstar.transport.exceptions.ConfigurationException;
-import io.mstar.transport.lifecycle.ShmDirectory;
 import io.mstar.transport.posix.Posix;
 
 import java.io.IOException;
@@ -164,7 +163,7 @@ public record TransportConfig(
      * process's effective uid, created mode 0700 and checked (ours, not a link, on a tmpfs) on first use.
      */
     public static Path defaultShmDir() {
-        return ShmDirectory.defaultFor(Posix.geteuid());
+        return Path.of("/dev/shm", "mstar-" + Posix.geteuid());
     }
 
     /** Bytes of one segment. */

@@ -6,6 +6,7 @@ import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.exceptions.SegmentAccessException;
 import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.naming.ShmNames;
+import io.mstar.transport.posix.OurFile;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import org.slf4j.Logger;
@@ -111,7 +112,7 @@ final class PeerMailboxes {
         String path = dir.resolve(ShmNames.mailbox(namespace, peer)).toString();
         int fd;
         try {
-            fd = Posix.openOurs(path, false).fd();
+            fd = OurFile.open(path, false).fd();
         } catch (NativeCallException | SegmentAccessException e) {
             return 0; // nothing there, or nothing of ours (another user's file or FIFO at the name)
         }
@@ -150,7 +151,7 @@ final class PeerMailboxes {
             boolean ok = false;
             try {
                 long incarnation = peerFile.memory().get(ValueLayout.JAVA_LONG, MailboxDescriptor.INCARNATION_OFFSET);
-                fd = Posix.openOurs(peerFile.path(), true).fd();
+                fd = OurFile.open(peerFile.path(), true).fd();
                 if (incarnation != 0 && PeerMailbox.readIncarnation(fd, peerFile.path()) == incarnation) {
                     if (PeerMailbox.probeUnlocked(fd, peerFile.path())) {
                         throw unavailable(peer, "died and has not come back (its mailbox is unowned)");

@@ -17,6 +17,7 @@ import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
+import io.mstar.transport.lifecycle.ShmDirectory;
 import io.mstar.transport.lifecycle.Sweeper;
 import io.mstar.transport.liveness.ConsumerLiveness;
 import io.mstar.transport.naming.Namespace;
@@ -150,7 +151,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      */
     public static ShmMailbox open(Deployment deployment) {
         checkAgronaAccess();
-        Path dir = deployment.directory();
+        Path dir = ShmDirectory.prepare(deployment.directory());
         Sweeper sweeper = Sweeper.join(dir, deployment.config().reclaimInterval());
         MappedSegment file = null;
         ShmMailbox mailbox = null;

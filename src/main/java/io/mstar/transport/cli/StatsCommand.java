@@ -7,6 +7,7 @@ import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.lifecycle.ShmDirectory;
 import io.mstar.transport.metrics.StatsJson;
 import io.mstar.transport.naming.ShmNames;
+import io.mstar.transport.posix.OurFile;
 import io.mstar.transport.posix.Posix;
 
 import java.io.IOException;
@@ -35,9 +36,9 @@ final class StatsCommand {
 
     // Through the one checked open: a FIFO or another user's file at a stats name is skipped, never waited on.
     private static List<String> readStatsFile(String path) {
-        Posix.CheckedFile file;
+        OurFile file;
         try {
-            file = Posix.openOurs(path, false);
+            file = OurFile.open(path, false);
         } catch (NativeCallException | SegmentAccessException e) {
             return null;
         }

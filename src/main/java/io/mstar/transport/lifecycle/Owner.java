@@ -31,9 +31,12 @@ public record Owner(Path dir, Namespace namespace, String entity, String nonce) 
         return new Owner(dir, namespace, entity, newNonce());
     }
 
-    /** A new owner for a process of the deployment. */
+    /**
+     * A new owner for a process of the deployment, in its shared-memory directory made ready first (the
+     * default one is created 0700 and checked, {@link ShmDirectory}).
+     */
     public static Owner of(Deployment deployment) {
-        return create(deployment.directory(), new Namespace(deployment.namespace()), deployment.entity());
+        return create(ShmDirectory.prepare(deployment.directory()), new Namespace(deployment.namespace()), deployment.entity());
     }
 
     /** 8 random hex digits. */

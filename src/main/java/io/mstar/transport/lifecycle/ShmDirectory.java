@@ -1,5 +1,6 @@
 package io.mstar.transport.lifecycle;
 
+import io.mstar.transport.TransportConfig;
 import io.mstar.transport.exceptions.ConfigurationException;
 import io.mstar.transport.posix.Posix;
 import org.slf4j.Logger;
@@ -24,15 +25,9 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class ShmDirectory {
     private static final Logger LOG = LoggerFactory.getLogger(ShmDirectory.class);
-    private static final Path SHARED_ROOT = Path.of("/dev/shm");
     private static final Set<Path> WARNED = ConcurrentHashMap.newKeySet();
 
     private ShmDirectory() {
-    }
-
-    /** The default directory of the user with effective uid {@code uid}. */
-    public static Path defaultFor(int uid) {
-        return SHARED_ROOT.resolve("mstar-" + uid);
     }
 
     /**
@@ -42,7 +37,7 @@ public final class ShmDirectory {
      * @throws ConfigurationException when the default directory cannot be made or fails a check
      */
     public static Path prepare(Path dir) {
-        if (dir.equals(defaultFor(Posix.geteuid()))) {
+        if (dir.equals(TransportConfig.defaultShmDir())) {
             return ensurePrivate(dir);
         }
         DirectoryEntries.Seen seen = DirectoryEntries.seen(dir);

@@ -1,7 +1,6 @@
 package io.mstar.transport.posix;
 
 import io.mstar.transport.exceptions.NativeCallException;
-import io.mstar.transport.exceptions.SegmentAccessException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -266,43 +265,6 @@ public final class Posix {
             return status(stat);
         } catch (Throwable t) {
             throw rethrow(t);
-        }
-    }
-
-    /** An open descriptor of a file at one of our names, and what {@code fstat} said of it. */
-    public record CheckedFile(int fd, FileStatus status) {
-    }
-
-    /**
-     * Opens a file at a name in the shared-memory directory that someone else may have put there, and
-     * believes it only when {@code fstat} says it is a regular file of our uid. The open never follows a
-     * link ({@code O_NOFOLLOW}), never waits ({@code O_NONBLOCK}: a FIFO planted at the name would otherwise
-     * block {@code open} until a writer came) and is not inherited ({@code O_CLOEXEC}). On a failed check
-     * the descriptor is closed before the exception goes up.
-     *
-     * @throws NativeCallException      when the open fails ({@code ENOENT}, {@code ELOOP} for a link, ...)
-     * @throws SegmentAccessException   when the file is not a regular file or belongs to another user
-     */
-    public static CheckedFile openOurs(String path, boolean writable) {
-        int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
-        boolean ok = false;
-        try {
-            FileStatus status = fstat(fd, path);
-            if (!status.isRegularFile()) {
-                throw new SegmentAccessException("not a regular file at one of our names (mode "
-                    + Integer.toOctalString(status.mode()) + "), refusing to use it: path=" + path);
-            }
-            int uid = geteuid();
-            if (status.uid() != uid) {
-                throw new SegmentAccessException("file at one of our names belongs to another user, refusing to use"
-                    + " it: path=" + path + ", ownerUid=" + status.uid() + ", ourUid=" + uid);
-            }
-            ok = true;
-            return new CheckedFile(fd, status);
-        } finally {
-            if (!ok) {
-                close(fd, path);
-            }
         }
     }
 

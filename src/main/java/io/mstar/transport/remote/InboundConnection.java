@@ -32,6 +32,10 @@ import java.util.zip.CRC32C;
  * the local consumer and its LANDED goes back on this connection. While the budget or the arena says wait,
  * the connection stops reading (TCP's window holds the sender); a tensor whose bytes stop coming for the
  * timeout is aborted and the connection closed; a frame that breaks the protocol closes it.
+ *
+ * <p>One class on purpose: its states (handshake, header, body, skip), its pauses (budget, arena, replies
+ * unread) and its timers share one buffer and one tensor in progress on one event loop; split, each piece
+ * would reach into the others' fields.
  */
 final class InboundConnection extends ChannelInboundHandlerAdapter {
     private enum State { HELLO, PROOF, HEADER, BODY, SKIP }

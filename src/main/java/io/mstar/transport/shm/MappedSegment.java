@@ -4,6 +4,7 @@ import io.mstar.transport.exceptions.NativeCallException;
 import io.mstar.transport.exceptions.SegmentAccessException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.OwnedFile;
+import io.mstar.transport.posix.OurFile;
 import io.mstar.transport.posix.Posix;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -198,9 +199,9 @@ public final class MappedSegment implements AutoCloseable {
     /** As {@link #openPeer(Path, String, long, boolean)}; {@code confined} maps it for the calling thread only. */
     public static MappedSegment openPeer(Path dir, String name, long minSizeBytes, boolean writable, boolean confined) {
         String path = dir.resolve(name).toString();
-        Posix.CheckedFile file;
+        OurFile file;
         try {
-            file = Posix.openOurs(path, writable);
+            file = OurFile.open(path, writable);
         } catch (NativeCallException e) {
             throw new SegmentAccessException("peer segment cannot be opened: path=" + path + ", " + e.getMessage()
                 + (e.errno() == Posix.ENOENT ? " (its producer stopped, or runs with another MSTAR_SHM_DIR: every"
