@@ -25,7 +25,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * long as it likes. A new handshake takes the place of one that has sent nothing useful for {@value
  * #STALLED_HANDSHAKE_MS} ms (honest handshakes take milliseconds), else of one that has not named itself
  * yet, the oldest first: from the same address when that address is at its share, else from the address
- * that holds the most. A new authenticated connection takes the place of its entity's idlest connection.
+ * that holds the most. A new authenticated connection takes the place of its entity's idlest connection,
+ * one idle for a second at least.
  * Every refusal is counted and logged at most once a minute per cause and peer.
  */
 final class ConnectionGate {
@@ -34,6 +35,8 @@ final class ConnectionGate {
     static final int MAX_HANDSHAKES_PER_ADDRESS = 16;
     static final int MAX_CONNECTIONS_PER_SENDER = 4;
     static final long STALLED_HANDSHAKE_MS = 1000;
+    /** A connection that carried something in the last second is in use: it is never evicted. */
+    static final long IDLE_BEFORE_EVICTION_MS = 1000;
 
     private final Map<String, Set<InetAddress>> placements; // entity to the addresses its host resolves to
     private final RemoteCounters counters;
@@ -107,14 +110,16 @@ final class ConnectionGate {
     }
 
     /**
-     * The handshake passed: false when the sender has its connections open already and none of them is
-     * idle (the idlest one is closed to make room otherwise).
+     * The handshake passed: false when the sender has its connections open already and none of them has
+     * been idle for {@value #IDLE_BEFORE_EVICTION_MS} ms (the idlest one is closed to make room otherwise).
      */
     boolean authenticated(InboundConnection c, String sender) {
         handshakeEnded(c);
         List<InboundConnection> connections = bySender.computeIfAbsent(sender, s -> new ArrayList<>());
         if (connections.size() >= MAX_CONNECTIONS_PER_SENDER) {
-            InboundConnection idlest = connections.stream().filter(InboundConnection::isIdle)
+            long now = System.nanoTime();
+            InboundConnection idlest = connections.stream()
+                .filter(x -> x.isIdle() && now - x.lastActivityNs() > IDLE_BEFORE_EVICTION_MS * 1_000_000L)
                 .min(Comparator.comparingLong(InboundConnection::lastActivityNs)).orElse(null);
             if (idlest == null) {
                 return false;

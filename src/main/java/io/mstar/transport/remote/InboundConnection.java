@@ -224,7 +224,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                 budget = link.authenticated(this, peer);
                 if (budget == null) {
                     throw new Violation("entity=" + peer + " has " + ConnectionGate.MAX_CONNECTIONS_PER_SENDER
-                        + " connections open already, none of them idle");
+                        + " connections open already, none of them idle for a second");
                 }
                 ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + 1 + RemoteProtocol.MAC_BYTES);
                 RemoteProtocol.writeMac(out, RemoteProtocol.WELCOME,
