@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Builds the quickstart against the installed mstar-transport and runs each producer and consumer pair as
-# two processes, on the class path and on the module path. Exits non-zero when a run fails.
+# Does what the README says, as a new user would: builds a project made of the README's pom and classes
+# alone and runs its pair, then builds the quickstart against the installed mstar-transport and runs each
+# producer and consumer pair as two processes, on the class path and on the module path. Finds a JDK 22+
+# itself (jdk.sh), whatever the default java is. Exits non-zero when a run fails.
 set -euo pipefail
 cd "$(dirname "$0")"
-mvn -B -q compile
+JAVA=$(./jdk.sh)
 
 CLASS_PATH=(--enable-native-access=ALL-UNNAMED --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
   -cp "target/classes:target/lib/*")
 MODULE_PATH=(--enable-native-access=io.mstar.transport,com.sun.jna --add-exports java.base/jdk.internal.misc=org.agrona
   -p target/lib --add-modules io.mstar.transport -cp target/classes)
-JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 
 export MSTAR_SHM_ARENA=1
 export MSTAR_SHM_DIR
 MSTAR_SHM_DIR=$(mktemp -d /dev/shm/mstar-quickstart-XXXXXX)
-trap 'rm -rf "$MSTAR_SHM_DIR"' EXIT
+FROM_README=$(mktemp -d)
+trap 'rm -rf "$MSTAR_SHM_DIR" "$FROM_README"' EXIT
 
 pair() { # $1: how to run, $2 $3: consumer and producer classes, then their arguments
   local how=$1 consumer=$2 producer=$3; shift 3
@@ -27,6 +29,22 @@ pair() { # $1: how to run, $2 $3: consumer and producer classes, then their argu
   echo "ok: $consumer and $producer on the ${how,,}"
 }
 
+# The README's pom (the one xml block) and its classes (the java blocks), as a project of their own.
+mkdir -p "$FROM_README/src/main/java/quickstart"
+awk -v dir="$FROM_README" '
+  /^```xml$/ { out = dir "/pom.xml"; next }
+  /^```java$/ { block = ""; java = 1; next }
+  /^```$/ {
+    if (java) { match(block, /public class [A-Za-z]+/); name = substr(block, RSTART + 13, RLENGTH - 13)
+                printf "%s", block > (dir "/src/main/java/quickstart/" name ".java") }
+    out = ""; java = 0; next }
+  java { block = block $0 "\n"; next }
+  out != "" { print > out }
+' ../../README.md
+(cd "$FROM_README" && mvn -B -q compile && echo "ok: the README's project builds")
+(cd "$FROM_README" && pair CLASS_PATH quickstart.Consumer quickstart.Producer)
+
+mvn -B -q compile
 pair CLASS_PATH quickstart.Consumer quickstart.Producer
 pair MODULE_PATH quickstart.Consumer quickstart.Producer
 pair CLASS_PATH quickstart.FastConsumer quickstart.FastProducer 100000
