@@ -16,8 +16,14 @@ import java.util.UUID;
  * ({@code claimsAbandoned}). A claim is not thread-safe: use it from one thread at a time.
  */
 public interface TensorClaim extends AutoCloseable {
-    /** The tensor's uuid, as its descriptor will carry it. */
+    /** The tensor's uuid, as its descriptor will carry it (a new object each call: see the halves). */
     UUID uuid();
+
+    /** The high half of the tensor's uuid, as a {@link DeliveryListener} hears it; allocates nothing. */
+    long uuidMsb();
+
+    /** The low half of the tensor's uuid, as a {@link DeliveryListener} hears it; allocates nothing. */
+    long uuidLsb();
 
     /** The request id the tensor was claimed for. */
     String requestId();

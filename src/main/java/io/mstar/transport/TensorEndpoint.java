@@ -68,8 +68,11 @@ public interface TensorEndpoint extends AutoCloseable {
     /**
      * Sends one tensor to {@code to} and tells its outcome to the listener only: the fast path, which
      * allocates nothing on the arena in steady state.
+     *
+     * @return the low half of the tensor's uuid, which the listener's outcome carries ({@code uuidLsb}): the
+     *         caller's key to match an outcome to what it sent, with no string per tensor
      */
-    void post(String to, String requestId, Tensor tensor);
+    long post(String to, String requestId, Tensor tensor);
 
     /**
      * Claims room for one tensor of {@code dtype} and {@code shape} to write in place; send it with
@@ -77,8 +80,12 @@ public interface TensorEndpoint extends AutoCloseable {
      */
     TensorClaim claim(String requestId, DType dtype, long... shape);
 
-    /** Publishes a claim written in place and sends it to {@code to}; its outcome goes to the listener. */
-    void post(String to, TensorClaim claim);
+    /**
+     * Publishes a claim written in place and sends it to {@code to}; its outcome goes to the listener.
+     *
+     * @return the low half of the tensor's uuid, as {@link TensorClaim#uuidLsb()} says and the outcome carries
+     */
+    long post(String to, TensorClaim claim);
 
     /** As {@link #post(String, TensorClaim)}, returning what became of it too. */
     Delivery send(String to, TensorClaim claim);
@@ -106,6 +113,30 @@ public interface TensorEndpoint extends AutoCloseable {
 
     /** The mailbox underneath. Do not poll it yourself while the endpoint is used: the endpoint reads it. */
     TensorChannel channel();
+
+    /**
+     * A snapshot of what this endpoint has done: its transport, its mailbox and, on the cross-node path, its
+     * link. The same numbers {@code mstar-shm stats} shows from another process (each arena publishes them,
+     * {@value TransportConfig#STATS_PUBLISH}), the MXBean and the Micrometer binder.
+     */
+    Stats stats();
+
+    /**
+     * One snapshot of what an endpoint has done: its transport's ({@link TransportStats}: tensors sent and
+     * received, ACKs, spills, the arena's occupancy, latencies), its mailbox's ({@link MailboxStats}), and the
+     * cross-node link's ({@link RemoteStats}) when the endpoint is on that path.
+     */
+    record Stats(String entity, TransportStats transport, MailboxStats mailbox, Optional<RemoteStats> remote) {
+    }
+
+    /**
+     * What an endpoint's mailbox refused or skipped since it opened: records of impossible length or type in
+     * its ring ({@code garbageRecords}), messages that could not be decoded or whose listener threw
+     * ({@code badMessages}), and records skipped because their writer died or held them past the bound
+     * ({@code unblocks}). All zero in a healthy deployment.
+     */
+    record MailboxStats(long garbageRecords, long badMessages, long unblocks) {
+    }
 
     /** The cross-node path's counters, when {@code MSTAR_REMOTE_*} is set. */
     Optional<RemoteStats> remoteStats();

@@ -39,6 +39,7 @@ import java.util.function.Function;
  * @param pinMaxMb          {@value #PIN_MAX_MB}: pinned host memory budget per process, MiB
  * @param slotTtl           {@value #SLOT_TTL_S}: reclaim slots older than this without an ACK; zero is off
  * @param statsInterval     {@value #STATS_INTERVAL_S}: period of the stats log line when stats logging is on
+ * @param publishStats      {@value #STATS_PUBLISH}: each arena publishes its stats snapshot for {@code mstar-shm stats}
  * @param reclaimInterval   {@value #RECLAIM_INTERVAL_S}: how often this process sweeps dead owners' files; zero is off
  * @param shmDir            {@value #SHM_DIR}: where segments, spill files and mailboxes live
  * @param deploymentToken   {@value #DEPLOYMENT_TOKEN}: per-launch token mixed into the namespace, or null
@@ -56,6 +57,7 @@ public record TransportConfig(
     long pinMaxMb,
     Duration slotTtl,
     Duration statsInterval,
+    boolean publishStats,
     Duration reclaimInterval,
     Path shmDir,
     String deploymentToken,
@@ -92,6 +94,12 @@ public record TransportConfig(
     /** Period of the stats log line when stats logging is on, seconds. */
     public static final String STATS_INTERVAL_S = "MSTAR_SHM_ARENA_STATS_INTERVAL_S";
     public static final Duration STATS_INTERVAL_DEFAULT = Duration.ofSeconds(60);
+    /**
+     * This library's own knob (M* has none): every arena, an endpoint's included, writes its stats snapshot to
+     * a file of its own every second, for {@code mstar-shm stats} in another process ({@code 0} off).
+     */
+    public static final String STATS_PUBLISH = "MSTAR_SHM_STATS_PUBLISH";
+    public static final boolean STATS_PUBLISH_DEFAULT = true;
     /** This library's own knob (M* has none): seconds between sweeps of dead owners' files, {@code 0} off. */
     public static final String RECLAIM_INTERVAL_S = "MSTAR_SHM_RECLAIM_INTERVAL_S";
     public static final Duration RECLAIM_INTERVAL_DEFAULT = Duration.ofSeconds(30);
@@ -151,6 +159,7 @@ public record TransportConfig(
             r.integer(PIN_MAX_MB, PIN_MAX_MB_DEFAULT, 0, 1L << 30),
             r.seconds(SLOT_TTL_S, SLOT_TTL_DEFAULT, true),
             r.seconds(STATS_INTERVAL_S, STATS_INTERVAL_DEFAULT, false),
+            r.flag(STATS_PUBLISH, STATS_PUBLISH_DEFAULT),
             r.seconds(RECLAIM_INTERVAL_S, RECLAIM_INTERVAL_DEFAULT, true),
             r.directory(SHM_DIR, defaultShmDir()),
             r.text(DEPLOYMENT_TOKEN),
@@ -193,6 +202,7 @@ public record TransportConfig(
         values.put(PIN_MAX_MB, Long.toString(pinMaxMb));
         values.put(SLOT_TTL_S, seconds(slotTtl));
         values.put(STATS_INTERVAL_S, seconds(statsInterval));
+        values.put(STATS_PUBLISH, publishStats ? "1" : "0");
         values.put(RECLAIM_INTERVAL_S, seconds(reclaimInterval));
         values.put(SHM_DIR, shmDir.toString());
         values.put(DEPLOYMENT_TOKEN, deploymentToken == null ? "unset" : "set");

@@ -64,7 +64,8 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     private final ConsumerWatch consumers;
     private final DevicePath device;
     private final Maintenance maintenance;
-    private final StatsFile stats; // null when stats logging is off
+    private final StatsFile stats; // null when publishing is off (MSTAR_SHM_STATS_PUBLISH)
+    private static final long PUBLISH_INTERVAL_MS = 1000;
     /** Characters per segment in the occupancy map of the stats file ({@code mstar-shm stats --map}). */
     static final int MAP_CELLS = 64;
     private final ObjectName jmxName;
@@ -104,11 +105,15 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
         this.maintenance = new Maintenance(arena.entity());
         this.consumers = new ConsumerWatch(inFlight, fanOut, counters, maintenance);
         this.device = new DevicePath(config, arena, peers, writer, this::receive, this::checkOpen);
-        this.stats = logStats ? new StatsFile(arena.owner()) : null;
+        this.stats = config.publishStats() ? new StatsFile(arena.owner()) : null;
         ShutdownCleanup.register(this);
         this.jmxName = TransportJmx.register(this, arena.owner().namespace().id(), arena.entity());
+        if (stats != null) {
+            maintenance.every(0, PUBLISH_INTERVAL_MS, this::publishStats);
+        }
         if (logStats) {
-            maintenance.every(0, Math.max(1, config.statsInterval().toMillis()), this::publishStats);
+            maintenance.every(0, Math.max(1, config.statsInterval().toMillis()),
+                () -> LOG.info("arena stats: {}", statsSummary().toLogLine()));
         }
         if (!config.slotTtl().isZero()) {
             long periodMs = Math.max(10, Math.min(1000, config.slotTtl().toMillis() / 2));
@@ -278,7 +283,6 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     private void publishStats() {
         TransportStats snapshot = statsSummary();
         String line = snapshot.toLogLine();
-        LOG.info("arena stats: {}", line);
         try {
             String map = arena.occupancyMap(MAP_CELLS);
             // A line for people, then the same snapshot as JSON for machines (mstar-shm stats --json).

@@ -42,6 +42,16 @@ final class SlotClaim implements TensorClaim {
     }
 
     @Override
+    public long uuidMsb() {
+        return msb;
+    }
+
+    @Override
+    public long uuidLsb() {
+        return lsb;
+    }
+
+    @Override
     public String requestId() {
         return requestId;
     }

@@ -3,6 +3,7 @@ package io.mstar.transport.channel;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorDescriptor;
+import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.ConfigurationException;
@@ -581,6 +582,11 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
 
     private IllegalStateException closedException() {
         return new IllegalStateException("mailbox is closed: entity=" + entity);
+    }
+
+    /** The counts below, together. */
+    public TensorEndpoint.MailboxStats stats() {
+        return new TensorEndpoint.MailboxStats(garbageRecords(), badMessages(), unblocks());
     }
 
     /** Messages that could not be decoded or whose listener threw. */

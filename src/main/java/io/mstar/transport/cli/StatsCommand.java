@@ -22,8 +22,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * {@code mstar-shm stats}: the latest stats snapshot of every live arena that publishes one (stats logging
- * on); {@code --map} draws each of its segments as a bar of used ({@code #}), free ({@code .}) and mixed
+ * {@code mstar-shm stats}: the latest stats snapshot of every live arena that publishes one (every arena, an
+ * endpoint's included, unless {@code MSTAR_SHM_STATS_PUBLISH=0}); {@code --map} draws each of its segments as a bar of used ({@code #}), free ({@code .}) and mixed
  * ({@code +}) ranges, so fragmentation shows at a glance.
  */
 final class StatsCommand {
@@ -102,8 +102,8 @@ final class StatsCommand {
             out.println("{\"durationUnit\":" + Json.quote(StatsJson.DURATION_UNIT) + ",\"arenas\":["
                 + String.join(",", entries) + "]}");
         } else {
-            out.println(entries.isEmpty() ? "no arena publishes stats in " + dir
-                + " (a transport publishes them when stats logging is on)" : String.join("\n", entries));
+            out.println(entries.isEmpty() ? "no arena publishes stats in " + dir + " (none runs there, or they run"
+                + " with MSTAR_SHM_STATS_PUBLISH=0, or with another MSTAR_SHM_DIR)" : String.join("\n", entries));
         }
         return 0;
     }

@@ -14,6 +14,7 @@ import io.mstar.transport.TensorHandler;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.acks.TensorFates;
 import io.mstar.transport.arena.ArenaTransport;
+import io.mstar.transport.channel.ShmMailbox;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.exceptions.StaleTensorException;
@@ -63,7 +64,7 @@ final class Endpoint implements TensorEndpoint {
     private volatile long seenAppPollsAt;
     private volatile boolean sending;
     private volatile boolean closed;
-    private Thread ackThread; // guarded by this
+    private AckThread ackThread; // guarded by this
 
     Endpoint(Deployment deployment, TensorTransport transport, TensorChannel channel, DeliveryListener listener) {
         this.deployment = deployment;
@@ -156,11 +157,11 @@ final class Endpoint implements TensorEndpoint {
     }
 
     @Override
-    public void post(String to, String requestId, Tensor tensor) {
+    public long post(String to, String requestId, Tensor tensor) {
         startSending();
         MemorySegment record = recordBuffers.get();
         int length = transport.records().sendInto(requestId, tensor, record, 0);
-        sendRecord(to, requestId, record, length, null);
+        return sendRecord(to, requestId, record, length, null);
     }
 
     @Override
@@ -170,22 +171,24 @@ final class Endpoint implements TensorEndpoint {
     }
 
     @Override
-    public void post(String to, TensorClaim claim) {
-        MemorySegment record = recordBuffers.get();
-        int length = claim.publish(record, 0);
-        sendRecord(to, claim.requestId(), record, length, null);
+    public long post(String to, TensorClaim claim) {
+        return publishAndSend(to, claim, null);
     }
 
     @Override
     public Delivery send(String to, TensorClaim claim) {
-        MemorySegment record = recordBuffers.get();
-        int length = claim.publish(record, 0);
         DeliveryHandle delivery = new DeliveryHandle(this, claim.requestId(), 1);
-        sendRecord(to, claim.requestId(), record, length, delivery);
+        publishAndSend(to, claim, delivery);
         return delivery;
     }
 
-    private void sendRecord(String to, String requestId, MemorySegment record, int length, DeliveryHandle delivery) {
+    private long publishAndSend(String to, TensorClaim claim, DeliveryHandle delivery) {
+        MemorySegment record = recordBuffers.get();
+        return sendRecord(to, claim.requestId(), record, claim.publish(record, 0), delivery);
+    }
+
+    // Sends a tensor's descriptor record; returns the low half of its uuid.
+    private long sendRecord(String to, String requestId, MemorySegment record, int length, DeliveryHandle delivery) {
         long msb = DescriptorCodec.uuidMsb(record, 0);
         long lsb = DescriptorCodec.uuidLsb(record, 0);
         if (delivery != null || outcomes.tellsEveryTensor()) {
@@ -203,6 +206,7 @@ final class Endpoint implements TensorEndpoint {
             // sender waits on them (measured: 64 KiB and up were slower with the sender reading).
             readAcksIfIdle();
         }
+        return lsb;
     }
 
     private void refuseAll(PeerUnavailableException e, List<TensorDescriptor> descriptors) {
@@ -388,33 +392,15 @@ final class Endpoint implements TensorEndpoint {
             synchronized (this) {
                 if (!sending && !closed) {
                     sending = true;
-                    ackThread = Thread.ofPlatform().daemon().name("mstar-acks-" + deployment.entity())
-                        .start(this::readAcksWhileIdle);
+                    ackThread = new AckThread(deployment.entity(), this::readAcksIfIdle);
                 }
             }
         }
     }
 
-    // The ACK thread: reads when the application has not for a while, so frees and outcomes never wait on it.
-    private void readAcksWhileIdle() {
-        IdleStrategy backoff = new BackoffIdleStrategy(16, 8, 1_000, 100_000); // the mailbox's own receive backoff
-        while (!closed) {
-            int read = 0;
-            try {
-                read = readAcksIfIdle();
-            } catch (IllegalStateException e) {
-                LOG.debug("the ACK thread stops, the mailbox is closed: {}", e.getMessage()); // by close() or at exit
-                return;
-            } catch (RuntimeException e) {
-                LOG.warn("the ACK thread could not read the mailbox", e);
-            }
-            backoff.idle(read);
-        }
-    }
-
     @Override
     public void close() {
-        Thread thread;
+        AckThread thread;
         synchronized (this) {
             if (closed) {
                 return;
@@ -423,12 +409,7 @@ final class Endpoint implements TensorEndpoint {
             thread = ackThread;
         }
         if (thread != null) {
-            thread.interrupt();
-            try {
-                thread.join(1000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+            thread.stop();
         }
         try {
             channel.close();
@@ -436,6 +417,12 @@ final class Endpoint implements TensorEndpoint {
             transport.close();
             outcomes.closed();
         }
+    }
+
+    @Override
+    public Stats stats() {
+        ShmMailbox mailbox = channel instanceof RoutedMailbox routed ? routed.local() : (ShmMailbox) channel;
+        return new Stats(deployment.entity(), transport.statsSummary(), mailbox.stats(), remoteStats());
     }
 
     @Override

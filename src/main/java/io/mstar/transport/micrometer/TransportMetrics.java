@@ -29,7 +29,7 @@ import java.util.function.ToLongFunction;
  * {@code .arena.fragmentation}, {@code .peer.segments.mapped}; the timer {@code mstar.transport.send.to.ack}
  * (count and total) with its percentiles as time gauges {@code mstar.transport.send.to.ack.percentile}
  * (tag {@code phi}: 0.5, 0.99, 0.999, 1 for the max), and the same for {@code receive.to.release}.
- * One stats snapshot serves every meter for a second, so a scrape takes one. An endpoint on the cross-node
+ * One stats snapshot serves every meter for 100 ms, so a scrape takes one. An endpoint on the cross-node
  * path adds {@code mstar.remote.*}: counters {@code tensors.sent}, {@code bytes.sent}, {@code landed},
  * {@code timed.out}, {@code refused.there}, {@code tensors.received}, {@code bytes.received},
  * {@code aborted}, {@code refused.here}, {@code rejected.connections}, {@code protocol.errors}, and the
@@ -40,7 +40,8 @@ import java.util.function.ToLongFunction;
  * keeps working after the binder itself is dropped.
  */
 public final class TransportMetrics implements MeterBinder {
-    private static final long SNAPSHOT_REUSE_NS = 1_000_000_000L;
+    // A scrape reads every meter within milliseconds: they share one snapshot, and the next scrape takes a new one.
+    private static final long SNAPSHOT_REUSE_NS = 100_000_000L;
 
     private final TensorTransport transport;
     private final String entity;
@@ -66,7 +67,8 @@ public final class TransportMetrics implements MeterBinder {
 
     @Override
     public void bindTo(MeterRegistry registry) {
-        Tags tags = Tags.of("entity", entity, "transport", stats().transport());
+        // Not through the cache: a snapshot taken at binding would answer the first scrape with its zeros.
+        Tags tags = Tags.of("entity", entity, "transport", transport.statsSummary().transport());
         counter(registry, tags, "tensors.sent", null, TransportStats::tensorsSent);
         counter(registry, tags, "bytes.sent", "bytes", TransportStats::bytesSent);
         counter(registry, tags, "spills", null, TransportStats::spills);

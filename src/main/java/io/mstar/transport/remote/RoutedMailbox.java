@@ -181,6 +181,12 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
     }
 
     /** The cross-node path's counters. */
+    /** The local mailbox underneath (shared memory). */
+    public ShmMailbox local() {
+        return local;
+    }
+
+    /** The cross-node link's counters. */
     public RemoteStats remoteStats() {
         return remote.stats();
     }

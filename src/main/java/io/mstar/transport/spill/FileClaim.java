@@ -38,6 +38,16 @@ public final class FileClaim implements TensorClaim {
     }
 
     @Override
+    public long uuidMsb() {
+        return descriptor.uuid().getMostSignificantBits();
+    }
+
+    @Override
+    public long uuidLsb() {
+        return descriptor.uuid().getLeastSignificantBits();
+    }
+
+    @Override
     public String requestId() {
         return descriptor.requestId();
     }

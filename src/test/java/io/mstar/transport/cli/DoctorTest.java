@@ -1,6 +1,8 @@
 package io.mstar.transport.cli;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.Deployment;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.arena.ArenaTransport;
@@ -142,6 +144,42 @@ class DoctorTest {
             transport.ack(List.of(d.uuid()));
         }
         assertEquals(List.of(), ShmTestDir.list(shm.path()), "closing removes the stats file");
+    }
+
+    /**
+     * A producer and a consumer endpoint, opened as a user opens them (no stats switch): both show in {@code
+     * stats --json} from another "process", with what they did, and {@code endpoint.stats()} says the same.
+     */
+    @Test
+    void statsListsTheEndpointsOfARunningPairWithNoCode() throws Exception {
+        TransportConfig config = TransportConfig.from(Map.of(TransportConfig.SHM_DIR, shm.path().toString(),
+            TransportConfig.ARENA, "1", TransportConfig.SEGMENT_MB, "1")::get);
+        try (TensorEndpoint producer = TensorEndpoint.open(Deployment.of(config, "pair", "producer"));
+             TensorEndpoint consumer = TensorEndpoint.open(Deployment.of(config, "pair", "consumer"))) {
+            assertTrue(producer.awaitPeer("consumer", Duration.ofSeconds(10)));
+            for (int i = 0; i < 3; i++) {
+                producer.send("consumer", "r", Tensor.of(DType.U8, MemorySegment.ofArray(new byte[100]), 100));
+            }
+            int read = 0;
+            while (read < 3) {
+                read += consumer.receive(tensor -> { }, Duration.ofSeconds(10));
+            }
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            Run json;
+            do {
+                assertTrue(System.nanoTime() < deadline, "no stats for the pair");
+                Thread.sleep(50);
+                json = run("stats", "--dir", shm.path().toString(), "--json");
+            } while (!(json.out.contains("\"tensorsSent\":3") && json.out.contains("\"tensorsReceived\":3")));
+            assertTrue(json.out.contains("\"entity\":\"producer\"") && json.out.contains("\"entity\":\"consumer\""),
+                json.out);
+            assertEquals(3, producer.stats().transport().tensorsSent());
+            assertEquals(3, consumer.stats().transport().tensorsReceived());
+            assertEquals("consumer", consumer.stats().entity());
+            assertEquals(new TensorEndpoint.MailboxStats(0, 0, 0), consumer.stats().mailbox());
+            assertTrue(producer.stats().remote().isEmpty());
+        }
+        assertEquals(List.of(), ShmTestDir.list(shm.path()), "closing removes the stats files");
     }
 
     @Test

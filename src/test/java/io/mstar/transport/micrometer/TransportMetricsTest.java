@@ -50,6 +50,23 @@ class TransportMetricsTest {
         }
     }
 
+    /** Bound before any traffic, the first read after it counts what was sent meanwhile (not the zeros at binding). */
+    @Test
+    void theFirstReadAfterBindingIsCurrent() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Deployment worker = shm.deployment("m", "worker");
+        try (TensorTransport transport = TensorTransports.create(worker, false)) {
+            new TransportMetrics(transport, worker).bindTo(registry);
+            for (int i = 0; i < 100; i++) {
+                TensorDescriptor d = transport.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[8]),
+                    8))).getFirst();
+                transport.ack(List.of(d.uuid()));
+            }
+            assertEquals(100, registry.get("mstar.transport.tensors.sent").functionCounter().count());
+            assertEquals(100, registry.get("mstar.transport.acks").functionCounter().count());
+        }
+    }
+
     /** An endpoint on the cross-node path also shows the link's counters and its open connections. */
     @Test
     void anEndpointAcrossNodesShowsTheRemoteMeters() throws Exception {
