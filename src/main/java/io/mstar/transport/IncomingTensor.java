@@ -11,8 +11,17 @@ public interface IncomingTensor {
     /** The producer's entity, which the ACK goes to. */
     String from();
 
-    /** The request id, as a view of the record's bytes (call {@code toString()} to keep it). */
+    /**
+     * The request id, as a view of the record's bytes: a {@code CharSequence} that is never a {@code String},
+     * so {@code "end".equals(tensor.requestId())} is false for every id. Compare it with
+     * {@link #requestIdIs(CharSequence)} (no allocation), keep it with {@code toString()}.
+     */
     CharSequence requestId();
+
+    /** Whether the request id is {@code id}, character for character; allocates nothing for an ASCII id. */
+    default boolean requestIdIs(CharSequence id) {
+        return CharSequence.compare(requestId(), id) == 0;
+    }
 
     long uuidMsb();
 

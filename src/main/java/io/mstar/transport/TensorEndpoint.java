@@ -81,6 +81,22 @@ public interface TensorEndpoint extends AutoCloseable {
     TensorClaim claim(String requestId, DType dtype, long... shape);
 
     /**
+     * Reads the ACKs waiting in the mailbox (when no other thread reads it now), then tells the endpoint's
+     * listener up to {@code limit} outcomes that waited for this call, on this thread, oldest first; returns
+     * how many it told. For a listener whose {@link DeliveryListener#toldWhenPolled()} is true: a producer
+     * that sends and takes its outcomes on one thread, with no queue or lock of its own.
+     *
+     * @throws IllegalStateException when the endpoint's listener is told as outcomes are learned (or it has none)
+     */
+    int pollOutcomes(int limit);
+
+    /**
+     * As {@link #pollOutcomes(int)}, waiting up to {@code timeout} for at least one outcome; returns how many
+     * it told (0 when none came in time).
+     */
+    int awaitOutcomes(int limit, Duration timeout);
+
+    /**
      * Publishes a claim written in place and sends it to {@code to}; its outcome goes to the listener.
      *
      * @return the low half of the tensor's uuid, as {@link TensorClaim#uuidLsb()} says and the outcome carries

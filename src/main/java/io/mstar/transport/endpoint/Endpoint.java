@@ -37,6 +37,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * The {@link TensorEndpoint}: a transport and a mailbox, the reading lock over the mailbox (see the
  * interface for who reads when) with the ACK thread, the flyweight a handler sees ({@link Incoming}), and
  * the {@link Outcomes} of what it sends.
+ *
+ * <p>One class on purpose: what it does shares one lock, the one that decides who reads the mailbox now (a
+ * handler's poll, a sender after a small tensor, an outcome poll, the ACK thread), with the records parked for
+ * the next handler and the flyweight; split, each part would take that lock and those fields from outside.
  */
 final class Endpoint implements TensorEndpoint {
     private static final Logger LOG = LoggerFactory.getLogger(TensorEndpoint.class);
@@ -54,9 +58,9 @@ final class Endpoint implements TensorEndpoint {
     private final ArrayDeque<Parked> parked = new ArrayDeque<>(); // guarded by reading
     private final Incoming incoming = new Incoming(this); // guarded by reading
     private final Reader reader = new Reader(); // guarded by reading
+    private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
     private final ThreadLocal<MemorySegment> recordBuffers =
         ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]));
-    private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
     // How many times a thread with a handler polled, and when another thread last saw that count move: the
     // application's poll reads no clock, and the ACK thread reads none while the application never polls.
     private volatile long appPolls;
@@ -219,6 +223,34 @@ final class Endpoint implements TensorEndpoint {
     private void refuse(long msb, long lsb, String consumer, String why) {
         outcomes.refused(msb, lsb, consumer, why);
         transport.records().ack(consumer, msb, lsb);
+    }
+
+    @Override
+    public int pollOutcomes(int limit) {
+        if (reading.tryLock()) {
+            try {
+                appPolls = appPolls + 1; // the application reads: the ACK thread stands aside
+                records.pollRecords(reader, 64);
+            } finally {
+                reading.unlock();
+            }
+        }
+        return outcomes.poll(limit);
+    }
+
+    @Override
+    public int awaitOutcomes(int limit, Duration timeout) {
+        int told = pollOutcomes(limit);
+        if (told > 0) {
+            return told; // no waiting, no allocation
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        IdleStrategy backoff = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+        while (told == 0 && System.nanoTime() - deadline < 0) {
+            backoff.idle();
+            told = pollOutcomes(limit);
+        }
+        return told;
     }
 
     @Override

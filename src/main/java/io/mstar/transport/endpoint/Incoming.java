@@ -12,6 +12,7 @@ import io.mstar.transport.shm.MappedView;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.CharBuffer;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -100,7 +101,7 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
     @Override
     public CharSequence requestId() {
         checkInHandler();
-        return decodedText != null ? decodedText : this;
+        return decodedText != null ? CharBuffer.wrap(decodedText) : this; // a view either way, never a String
     }
 
     @Override

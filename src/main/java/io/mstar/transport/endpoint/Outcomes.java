@@ -19,11 +19,13 @@ final class Outcomes {
 
     private final SentTensors sent = new SentTensors(); // guarded by itself
     private final DeliveryListener listener; // null: outcomes only for Delivery handles
+    private final OutcomeQueue polled; // non-null when the listener is told only when polled
     private final TransportConfig config;
 
     Outcomes(DeliveryListener listener, TransportConfig config) {
         this.listener = listener;
         this.config = config;
+        this.polled = listener != null && listener.toldWhenPolled() ? new OutcomeQueue() : null;
     }
 
     /** Whether every tensor's outcome is told (to the listener), not only those with a handle. */
@@ -84,6 +86,19 @@ final class Outcomes {
         tell(requestId, msb, lsb, delivery, failure, detail);
     }
 
+    /**
+     * Tells the listener up to {@code limit} outcomes that waited for a poll, on the calling thread.
+     *
+     * @throws IllegalStateException when the listener is told as outcomes are learned, not when polled
+     */
+    int poll(int limit) {
+        if (polled == null) {
+            throw new IllegalStateException("this endpoint tells its outcomes as they are learned: to poll them, open"
+                + " it with a DeliveryListener whose toldWhenPolled() returns true");
+        }
+        return polled.drain(listener, limit);
+    }
+
     /** The endpoint closed: every tensor still waited for fails with {@link Delivery.Failure#CLOSED}. */
     void closed() {
         long[] uuids;
@@ -125,7 +140,9 @@ final class Outcomes {
                 delivery.tensorFailed(failure, detail);
             }
         }
-        if (listener != null) {
+        if (polled != null) {
+            polled.add(requestId, msb, lsb, failure, detail);
+        } else if (listener != null) {
             try {
                 if (failure == null) {
                     listener.delivered(requestId, msb, lsb);

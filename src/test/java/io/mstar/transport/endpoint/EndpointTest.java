@@ -179,6 +179,90 @@ class EndpointTest {
         }
     }
 
+    /**
+     * A request id is a view for every id, ASCII or not, so equality behaves the same for both: {@code
+     * requestIdIs} says yes, {@code String.equals} never does; and {@code post} returns the low half of the
+     * uuid the listener hears, as a claim's {@code uuidLsb()} does.
+     */
+    @Test
+    void requestIdsCompareAlikeForEveryIdAndPostReturnsTheUuidTheOutcomeCarries() throws Exception {
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), outcomes);
+             TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
+            List<String> seen = new ArrayList<>();
+            long posted = producer.post("reader", "end", filled(64, 1));
+            TensorClaim claim = producer.claim("fin\u00e9", DType.U8, 64);
+            long claimed = claim.uuidLsb();
+            assertEquals(claim.uuid().getLeastSignificantBits(), claimed);
+            assertEquals(claim.uuid().getMostSignificantBits(), claim.uuidMsb());
+            assertEquals(claimed, producer.post("reader", claim));
+            int read = 0;
+            while (read < 2) {
+                read += consumer.receive(tensor -> seen.add(tensor.requestIdIs("end") + " " + tensor.requestIdIs("fin\u00e9")
+                    + " " + "end".equals(tensor.requestId()) + " " + "fin\u00e9".equals(tensor.requestId())
+                    + " " + tensor.uuidLsb()), Duration.ofSeconds(10));
+            }
+            assertEquals(List.of("true false false false " + posted, "false true false false " + claimed), seen);
+            outcomes.awaitDelivered(2);
+            assertTrue(outcomes.delivered.keySet().stream().anyMatch(k -> k.endsWith("/" + posted)), outcomes.delivered.toString());
+        }
+    }
+
+    /**
+     * A producer that takes its outcomes on its own thread: with a listener told only when polled, every
+     * outcome of 200 posted tensors reaches it inside awaitOutcomes on the sending thread, none on another.
+     */
+    @Test
+    void aListenerToldWhenPolledHearsEveryOutcomeOnThePollingThreadOnly() throws Exception {
+        Thread producerThread = Thread.currentThread();
+        List<String> wrongThread = new java.util.concurrent.CopyOnWriteArrayList<>();
+        long[] delivered = {0};
+        DeliveryListener polled = new DeliveryListener() {
+            @Override
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                if (Thread.currentThread() != producerThread) {
+                    wrongThread.add(Thread.currentThread().getName());
+                }
+                delivered[0]++;
+            }
+
+            @Override
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                wrongThread.add("failed " + failure + " " + detail);
+            }
+
+            @Override
+            public boolean toldWhenPolled() {
+                return true;
+            }
+        };
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), polled);
+             TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
+            Thread reader = Thread.ofPlatform().start(() -> {
+                int read = 0;
+                while (read < 200) {
+                    read += consumer.receive(tensor -> { }, Duration.ofSeconds(10));
+                }
+            });
+            for (int i = 0; i < 200; i++) {
+                producer.post("reader", "r", filled(256, i));
+                producer.pollOutcomes(16);
+            }
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            while (delivered[0] < 200 && System.nanoTime() < deadline) {
+                producer.awaitOutcomes(64, Duration.ofMillis(100));
+            }
+            reader.join(10_000);
+            assertEquals(200, delivered[0]);
+            assertEquals(List.of(), wrongThread, "told on another thread");
+            assertEquals(0, producer.pollOutcomes(16), "each told once");
+        }
+        try (TensorEndpoint told = TensorEndpoint.open(deployment("other"), outcomes)) {
+            IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                () -> told.pollOutcomes(1));
+            assertTrue(e.getMessage().contains("toldWhenPolled"), e.getMessage());
+        }
+    }
+
     @Test
     void aHandlerKeepsATensorPastItsReturnAndItsCloseSendsTheAck() throws Exception {
         try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"));
