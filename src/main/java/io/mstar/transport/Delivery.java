@@ -23,7 +23,12 @@ public interface Delivery {
         /** It got no ACK within {@code MSTAR_SHM_ARENA_SLOT_TTL_S} and was reclaimed. */
         EXPIRED,
         /** The endpoint closed while it was in flight. */
-        CLOSED
+        CLOSED,
+        /**
+         * The consumer's node refused this node's connection in its handshake: another secret, or its map does
+         * not place this entity at this address ({@code PeerRejectedException} says which).
+         */
+        REJECTED
     }
 
     String requestId();

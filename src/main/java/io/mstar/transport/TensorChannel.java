@@ -63,6 +63,9 @@ public interface TensorChannel extends AutoCloseable {
     /**
      * Waits until {@code entity} runs and can receive (it started, or a restarted process took its place),
      * or the timeout passes; returns whether it runs.
+     *
+     * @throws io.mstar.transport.exceptions.PeerRejectedException when {@code entity} is on another node whose
+     *                                  node refused this node's connection in the handshake (at once)
      */
     boolean awaitPeer(String entity, Duration timeout) throws InterruptedException;
 

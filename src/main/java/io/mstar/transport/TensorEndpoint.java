@@ -44,7 +44,14 @@ public interface TensorEndpoint extends AutoCloseable {
 
     Deployment deployment();
 
-    /** Waits until {@code entity} runs and can receive, or the timeout passes; returns whether it runs. */
+    /**
+     * Waits until {@code entity} runs and can receive, or the timeout passes; returns whether it runs.
+     *
+     * @throws io.mstar.transport.exceptions.PeerRejectedException when {@code entity} is on another node and
+     *                                  its node refused this node's connection in the handshake (another
+     *                                  secret, a map that places this entity elsewhere, TLS on one side only):
+     *                                  at once, not after the timeout
+     */
     boolean awaitPeer(String entity, Duration timeout) throws InterruptedException;
 
     /**

@@ -16,6 +16,7 @@ import io.mstar.transport.acks.TensorFates;
 import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.channel.ShmMailbox;
 import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.PeerRejectedException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.exceptions.StaleTensorException;
 import io.mstar.transport.remote.RoutedMailbox;
@@ -201,7 +202,7 @@ final class Endpoint implements TensorEndpoint {
         try {
             records.sendDescriptorRecord(to, record, 0, length);
         } catch (PeerUnavailableException e) {
-            refuse(msb, lsb, to, e.getMessage());
+            refuse(msb, lsb, e);
         }
         if (DescriptorCodec.nbytes(record, 0) < SENDER_READS_ACKS_BELOW && !reading.isHeldByCurrentThread()) {
             // After a small tensor the sender takes the ACKs already waiting (unless the application polls):
@@ -215,14 +216,18 @@ final class Endpoint implements TensorEndpoint {
 
     private void refuseAll(PeerUnavailableException e, List<TensorDescriptor> descriptors) {
         for (TensorDescriptor d : descriptors) {
-            refuse(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), e.entity(), e.getMessage());
+            refuse(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), e);
         }
     }
 
     // A tensor that never reached its consumer: failed, then freed (its ACK finds it decided).
-    private void refuse(long msb, long lsb, String consumer, String why) {
-        outcomes.refused(msb, lsb, consumer, why);
-        transport.records().ack(consumer, msb, lsb);
+    private void refuse(long msb, long lsb, PeerUnavailableException e) {
+        if (e instanceof PeerRejectedException) {
+            outcomes.refused(msb, lsb, Delivery.Failure.REJECTED, e.getMessage());
+        } else {
+            outcomes.refused(msb, lsb, e.entity(), e.getMessage());
+        }
+        transport.records().ack(e.entity(), msb, lsb);
     }
 
     @Override

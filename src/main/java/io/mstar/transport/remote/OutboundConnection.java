@@ -87,7 +87,7 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
 
     /** The other side accepted the connection and closed it before the handshake was done. */
     boolean closedInHandshake() {
-        return channel != null && ready.isCompletedExceptionally();
+        return channel != null && ready.isCompletedExceptionally() && state != State.READY;
     }
 
     boolean isClosed() {
@@ -274,8 +274,13 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        ready.completeExceptionally(new IllegalStateException("entity=" + entity + " closed the connection during"
-            + " the handshake: does it hold the same secret, and does its map place this entity at this address?"));
+        ready.completeExceptionally(new IllegalStateException(state == State.WELCOME
+            ? "entity=" + entity + " refused this node's proof: it holds another secret (check "
+                + RemoteConfig.SECRET_FILE + " or " + RemoteConfig.SECRET + " on both nodes), or its entity's"
+                + " connections are all in use"
+            : "entity=" + entity + " closed the connection before its challenge: its " + RemoteConfig.ENTITIES
+                + " does not place entity=" + link.entity() + " at this node's address, one of the two runs TLS"
+                + " (MSTAR_REMOTE_TLS_*) and the other does not, or its handshake table is full"));
         synchronized (writable) {
             writable.notifyAll();
         }

@@ -12,6 +12,7 @@ import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.exceptions.ConfigurationException;
+import io.mstar.transport.exceptions.PeerRejectedException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
@@ -335,6 +336,12 @@ public final class RemoteLink implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+            if (c.closedInHandshake()) {
+                String why = "entity=" + peer.entity + " at " + peer.address + " refused this node's connection: "
+                    + c.whyNotReady();
+                warnings.warn("rejected", peer.entity, why + " (sends to it fail REJECTED)");
+                throw new PeerRejectedException(peer.entity, why);
+            }
             throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.address
                 + " cannot be reached and authenticated: " + c.whyNotReady() + " (" + RemoteConfig.TIMEOUT_S + ")");
         }
@@ -361,6 +368,8 @@ public final class RemoteLink implements AutoCloseable {
                 try {
                     connection(peer, Math.min(deadline, System.nanoTime() + timeoutNs));
                     return true;
+                } catch (PeerRejectedException e) {
+                    throw e; // up and refusing us: waiting does not help
                 } catch (PeerUnavailableException e) {
                     if (System.nanoTime() - deadline >= 0) {
                         return false;

@@ -1,5 +1,8 @@
 package io.mstar.transport.remote;
 
+import io.mstar.transport.Delivery;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.exceptions.PeerRejectedException;
 import io.mstar.transport.DType;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.ReceivedTensor;
@@ -269,7 +272,9 @@ class RemoteLinkTest {
             try (TensorTransport consumer = TensorTransports.create(b, false);
                  TensorChannel inbox = TensorTransports.mailbox(b)) {
                 try (TensorChannel outbox = TensorTransports.mailbox(plain)) {
-                    assertFalse(outbox.awaitPeer("decode", Duration.ofSeconds(3)), "a peer without TLS got in");
+                    PeerRejectedException e = assertThrows(PeerRejectedException.class,
+                        () -> outbox.awaitPeer("decode", Duration.ofSeconds(3)), "a peer without TLS got in");
+                    assertTrue(e.getMessage().contains("TLS"), e.getMessage());
                 }
                 try (TensorTransport producer = TensorTransports.create(a, false);
                      TensorChannel outbox = TensorTransports.mailbox(a, producer)) {
@@ -413,6 +418,45 @@ class RemoteLinkTest {
                 acked.addAndGet(uuids.size());
             }
         };
+    }
+
+    /**
+     * A node that holds another secret, and one whose map places the sender elsewhere: awaitPeer throws
+     * PeerRejectedException within seconds (not after its 60 s), naming the step that was refused, and an
+     * endpoint's send fails REJECTED, not REMOTE_TIMEOUT.
+     */
+    @Test
+    void aPeerThatRefusesOurHandshakeIsToldApartFromOneThatIsDown() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
+            Deployment b = Deployment.of(nodes.config(false), "pipe", "decode");
+            try (TensorEndpoint consumer = TensorEndpoint.open(b)) {
+                Deployment a = Deployment.of(nodes.config(true, RemoteConfig.SECRET, "another-secret-of-32-bytes-00000"),
+                    "pipe", "prefill");
+                try (TensorEndpoint producer = TensorEndpoint.open(a)) {
+                    long start = System.nanoTime();
+                    PeerRejectedException e = assertThrows(PeerRejectedException.class,
+                        () -> producer.awaitPeer("decode", Duration.ofSeconds(60)));
+                    long tookMs = (System.nanoTime() - start) / 1_000_000;
+                    assertTrue(e.getMessage().contains("refused this node's proof"), e.getMessage());
+                    assertTrue(tookMs < 10_000, "awaitPeer took " + tookMs + " ms");
+                    Delivery d = producer.send("decode", "r", Tensor.of(DType.U8, MemorySegment.ofArray(new byte[64]), 64));
+                    assertEquals(Delivery.Status.FAILED, d.await(Duration.ofSeconds(20)));
+                    assertEquals(Delivery.Failure.REJECTED, d.failure(), d.toString());
+                }
+            }
+        }
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
+            // Node B's map places prefill at an address this host does not connect from.
+            Deployment b = Deployment.of(nodes.config(false, RemoteConfig.ENTITIES, "prefill=192.0.2.1:"
+                + nodes.endpointA.substring(nodes.endpointA.indexOf(':') + 1) + ",decode=" + nodes.endpointB), "pipe", "decode");
+            try (TensorEndpoint consumer = TensorEndpoint.open(b);
+                 TensorEndpoint producer = TensorEndpoint.open(Deployment.of(nodes.config(true), "pipe", "prefill"))) {
+                PeerRejectedException e = assertThrows(PeerRejectedException.class,
+                    () -> producer.awaitPeer("decode", Duration.ofSeconds(60)));
+                assertTrue(e.getMessage().contains("before its challenge") && e.getMessage().contains(RemoteConfig.ENTITIES),
+                    e.getMessage());
+            }
+        }
     }
 
     @Test
