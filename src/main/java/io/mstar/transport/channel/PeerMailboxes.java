@@ -33,6 +33,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 final class PeerMailboxes {
     private static final Logger LOG = LoggerFactory.getLogger(PeerMailboxes.class);
     static final long CHECK_INTERVAL_MS = 100;
+    private static final String STARTING = "is starting: its mailbox is not ready yet (wait with awaitPeer)";
 
     private final Path dir;
     private final Namespace namespace;
@@ -144,8 +145,12 @@ final class PeerMailboxes {
             try {
                 peerFile = MappedSegment.openPeer(dir, name, MailboxDescriptor.FILE_BYTES, true);
             } catch (SegmentAccessException e) {
-                throw unavailable(peer, "has no mailbox (it is not running in this deployment, or it died): "
-                    + e.getMessage());
+                String why = whyNoMailbox(dir.resolve(name).toString(), e);
+                if (why == null && attempt < 100) { // its owner is making it: look again
+                    sleepMs(5);
+                    continue;
+                }
+                throw unavailable(peer, why != null ? why : STARTING);
             }
             int fd = -1;
             boolean ok = false;
@@ -154,7 +159,8 @@ final class PeerMailboxes {
                 fd = OurFile.open(peerFile.path(), true).fd();
                 if (incarnation != 0 && PeerMailbox.readIncarnation(fd, peerFile.path()) == incarnation) {
                     if (PeerMailbox.probeUnlocked(fd, peerFile.path())) {
-                        throw unavailable(peer, "died and has not come back (its mailbox is unowned)");
+                        throw unavailable(peer, "died and has not come back: nobody owns its mailbox "
+                            + peerFile.path() + " (the next sweep removes it)");
                     }
                     ok = true;
                     return new PeerMailbox(peer, peerFile, incarnation, fd);
@@ -170,10 +176,39 @@ final class PeerMailboxes {
                 }
             }
             if (attempt == 100) { // 0.5 s
-                throw unavailable(peer, "is starting: its mailbox is not ready yet (wait with awaitPeer)");
+                throw unavailable(peer, STARTING);
             }
             sleepMs(5);
         }
+    }
+
+    /**
+     * What is at a peer's mailbox name that could not be mapped, in words about a mailbox; null when it is a
+     * mailbox of ours not sized yet (its owner is starting).
+     */
+    private static String whyNoMailbox(String path, SegmentAccessException e) {
+        Posix.FileStatus at = Posix.lstat(path);
+        if (at == null) {
+            return "has no mailbox (" + path + "): it does not run in this deployment (same endpoint, token and"
+                + " MSTAR_SHM_DIR?), or its mailbox file was removed while it runs (then only its restart makes it"
+                + " reachable again)";
+        }
+        if ((at.mode() & Posix.S_IFMT) == Posix.S_IFLNK) {
+            return "has a symbolic link at its mailbox name, not a mailbox: " + path + " (made by uid " + at.uid()
+                + "): remove it";
+        }
+        if (at.uid() != Posix.geteuid()) {
+            return "has another user's file at its mailbox name, not its mailbox: " + path + " (uid " + at.uid()
+                + "): remove it (as its owner or root), or give the deployment a directory of its own";
+        }
+        if (!at.isRegularFile()) {
+            return "has something that is not a file at its mailbox name (mode " + Integer.toOctalString(at.mode())
+                + "): " + path + ": remove it";
+        }
+        if (at.sizeBytes() < MailboxDescriptor.FILE_BYTES) {
+            return null;
+        }
+        return "has a mailbox that cannot be opened: " + e.getMessage();
     }
 
     PeerUnavailableException unavailable(String peer, String what) {

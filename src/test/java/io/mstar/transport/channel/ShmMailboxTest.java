@@ -273,14 +273,38 @@ class ShmMailboxTest {
         }
     }
 
+    /**
+     * What is at a peer's mailbox name is told in words about a mailbox, apart: nothing (not running, or its
+     * file removed while it lives), a link, a file not sized yet (starting), a mailbox nobody owns (died).
+     */
     @Test
-    void sendingToAnEntityWithoutMailboxSaysSo() {
+    void sendingToAnEntityWithoutMailboxSaysWhatIsThere() throws Exception {
+        Namespace ns = new Namespace(shm.deployment("mailbox-test", "x").namespace());
         try (ShmMailbox producer = ShmMailbox.open(shm.deployment("mailbox-test", "producer"))) {
-            PeerUnavailableException e = assertThrows(PeerUnavailableException.class,
-                () -> producer.sendAcks("nobody", List.of(UUID.randomUUID())));
-            assertEquals("nobody", e.entity());
-            assertTrue(e.getMessage().contains("entity nobody has no mailbox"), e.getMessage());
+            assertUnavailable(producer, "nobody", "entity nobody has no mailbox", "removed while it runs");
+            java.nio.file.Files.createSymbolicLink(shm.path().resolve(ShmNames.mailbox(ns, "linked")), shm.path());
+            assertUnavailable(producer, "linked", "symbolic link at its mailbox name");
+            java.nio.file.Files.write(shm.path().resolve(ShmNames.mailbox(ns, "starting")), new byte[100]);
+            assertUnavailable(producer, "starting", "is starting");
+            java.nio.ByteBuffer dead = java.nio.ByteBuffer.allocate((int) MailboxDescriptor.FILE_BYTES)
+                .order(java.nio.ByteOrder.nativeOrder());
+            dead.putLong((int) MailboxDescriptor.INCARNATION_OFFSET, 7L); // a mailbox whose owner died: no lock on it
+            java.nio.file.Files.write(shm.path().resolve(ShmNames.mailbox(ns, "dead")), dead.array());
+            assertUnavailable(producer, "dead", "died and has not come back", "nobody owns its mailbox");
+            for (String name : List.of("linked", "starting", "dead")) {
+                java.nio.file.Files.delete(shm.path().resolve(ShmNames.mailbox(ns, name)));
+            }
         }
+    }
+
+    private static void assertUnavailable(ShmMailbox from, String peer, String... says) {
+        PeerUnavailableException e = assertThrows(PeerUnavailableException.class,
+            () -> from.sendAcks(peer, List.of(UUID.randomUUID())));
+        assertEquals(peer, e.entity());
+        for (String s : says) {
+            assertTrue(e.getMessage().contains(s), e.getMessage());
+        }
+        assertTrue(!e.getMessage().contains("producer"), "a mailbox has no producer: " + e.getMessage());
     }
 
     /**
