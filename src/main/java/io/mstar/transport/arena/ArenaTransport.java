@@ -306,6 +306,9 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     public void unlinkOwnedFiles() {
         spill.unlinkAll();
         arena.unlinkSegments();
+        if (stats != null) {
+            stats.close(); // and publishes no more
+        }
     }
 
     /**

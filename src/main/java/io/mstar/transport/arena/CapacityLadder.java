@@ -5,7 +5,12 @@ import io.mstar.transport.exceptions.CapacityException;
 import io.mstar.transport.metrics.TransportCounters;
 import io.mstar.transport.shm.SlotStamp;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.IntSupplier;
@@ -24,6 +29,7 @@ import java.util.function.IntSupplier;
  * Each wait is counted. Thread-safe; {@link #freed()} costs one volatile read while nobody waits.
  */
 final class CapacityLadder {
+    private static final Logger LOG = LoggerFactory.getLogger(CapacityLadder.class);
     private final TransportConfig config;
     private final SegmentedArena arena;
     private final TransportCounters counters;
@@ -32,6 +38,11 @@ final class CapacityLadder {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition slotFreed = lock.newCondition();
     private final AtomicInteger waiting = new AtomicInteger();
+    // A spell of spilling: logged when it starts and when it ends, with what it spilled.
+    private final AtomicBoolean spilling = new AtomicBoolean();
+    private final AtomicLong spellTensors = new AtomicLong();
+    private final AtomicLong spellBytes = new AtomicLong();
+    private volatile long spellStartNs;
 
     /**
      * @param reclaimExpired frees what outlived its TTL, run before a send waits
@@ -56,6 +67,9 @@ final class CapacityLadder {
         long size = SlotStamp.slotBytes(nbytes);
         long slot = arena.reserve(size);
         if (slot != SegmentedArena.FULL) {
+            if (spilling.get()) {
+                spellEnded();
+            }
             return slot;
         }
         reclaimExpired.run();
@@ -81,7 +95,11 @@ final class CapacityLadder {
         if (budgetNs > 0) {
             counters.waited(System.nanoTime() - start);
         }
-        if (slot != SegmentedArena.FULL || config.spill()) {
+        if (slot != SegmentedArena.FULL) {
+            return slot;
+        }
+        if (config.spill()) {
+            spills(nbytes);
             return slot;
         }
         throw new CapacityException("arena full: no slot of " + nbytes + " bytes after waiting "
@@ -89,6 +107,28 @@ final class CapacityLadder {
             + arena.entity() + ", segments=" + arena.stats().segments() + ", inFlight=" + inFlight.getAsInt()
             + ": make consumers ACK sooner, raise " + TransportConfig.MAX_SEGMENTS + " or " + TransportConfig.SEGMENT_MB
             + ", or set " + TransportConfig.SPILL + "=1");
+    }
+
+    // The caller spills this tensor: the first of a spell says so, at WARN.
+    private void spills(long nbytes) {
+        if (spilling.compareAndSet(false, true)) {
+            spellStartNs = System.nanoTime();
+            spellTensors.set(0);
+            spellBytes.set(0);
+            LOG.warn("the arena is full: tensors spill to a file each from now on (slower) until slots come free:"
+                + " entity={}, segments={}, inFlight={}: make consumers ACK sooner, or raise {} or {}", arena.entity(),
+                arena.stats().segments(), inFlight.getAsInt(), TransportConfig.MAX_SEGMENTS, TransportConfig.SEGMENT_MB);
+        }
+        spellTensors.incrementAndGet();
+        spellBytes.addAndGet(nbytes);
+    }
+
+    private void spellEnded() {
+        if (spilling.compareAndSet(true, false)) {
+            LOG.info("spilling stopped, tensors go into the arena again: entity={}, {} tensors ({} bytes) spilled over"
+                + " {} ms", arena.entity(), spellTensors.get(), spellBytes.get(),
+                (System.nanoTime() - spellStartNs) / 1_000_000);
+        }
     }
 
     /** A slot was freed: wakes the sends waiting for one. */

@@ -21,6 +21,8 @@ import org.slf4j.LoggerFactory;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A producer's arena: shared segments in the shared-memory directory, each with its own
@@ -60,6 +62,7 @@ public final class SegmentedArena implements AutoCloseable {
     public static final int ALIGNMENT_BYTES = FirstFitAllocator.ALIGNMENT_BYTES;
 
     private static final Logger LOG = LoggerFactory.getLogger(SegmentedArena.class);
+    private static final Set<String> OPENED = ConcurrentHashMap.newKeySet();
     private static final long PAGE_BYTES = 4096;
     private static final int NAME_ATTEMPTS = 8;
 
@@ -97,12 +100,19 @@ public final class SegmentedArena implements AutoCloseable {
      */
     public static SegmentedArena open(Deployment deployment) {
         TransportConfig config = deployment.config();
-        LOG.info("arena opened: entity={}, namespace={}, dir={}, segments={} x {} MiB, spill={}", deployment.entity(),
-            deployment.namespace(), config.shmDir(), config.maxSegments(), config.segmentBytes() >> 20,
-            config.spill() ? "on" : "off (strict)");
+        SegmentedArena arena = new SegmentedArena(Owner.of(deployment), config.segmentBytes(), config.maxSegments(),
+            config.reclaimInterval()); // the directory is checked first: nothing is said to be open before
+        boolean first = OPENED.add(deployment.namespace() + "/" + deployment.entity()); // a landing arena says it once
+        String line = "arena opened: entity={}, namespace={}, dir={}, segments={} x {} MiB, spill={}";
+        Object[] values = {deployment.entity(), deployment.namespace(), config.shmDir(), config.maxSegments(),
+            config.segmentBytes() >> 20, config.spill() ? "on" : "off (strict)"};
+        if (first) {
+            LOG.info(line, values);
+        } else {
+            LOG.debug(line, values);
+        }
         LOG.debug("arena configuration: entity={}, {}", deployment.entity(), config.describe());
-        return new SegmentedArena(Owner.of(deployment), config.segmentBytes(), config.maxSegments(),
-            config.reclaimInterval());
+        return arena;
     }
 
     /** An arena of a new owner, sweeping its directory every {@link TransportConfig#RECLAIM_INTERVAL_DEFAULT}. */

@@ -48,6 +48,9 @@ public final class Reclaimer {
     public record Removed(String name, long sizeBytes) {
     }
 
+    // What reclaimIfDead returns, when asked, for a link or FIFO it removed: not a dead owner's file.
+    private static final long PLANTED = -2;
+
     /**
      * The names in {@code dir} that are the library's files or demo directories of the invoking user, sorted:
      * another user's entry at a name like ours (a squatter, a look-alike, a planted link) is not ours to
@@ -85,6 +88,7 @@ public final class Reclaimer {
      */
     public static List<Removed> sweep(Path dir, boolean otherUsers) {
         List<Removed> removed = new ArrayList<>();
+        List<String> planted = new ArrayList<>();
         for (String name : ourNames(dir, otherUsers)) {
             if (ShmNames.DEMO_DIR.matcher(name).matches()) {
                 removed.addAll(sweepDemoDirectory(dir, name, otherUsers));
@@ -94,16 +98,25 @@ public final class Reclaimer {
                     removed.add(new Removed(name, bytes));
                 }
             } else {
-                long bytes = reclaimIfDead(dir, name, otherUsers);
-                if (bytes >= 0) {
+                long bytes = reclaimIfDead(dir, name, otherUsers, true);
+                if (bytes == PLANTED) {
+                    planted.add(name);
+                } else if (bytes >= 0) {
                     removed.add(new Removed(name, bytes));
                 }
             }
         }
         if (!removed.isEmpty()) {
-            LOG.warn("removed {} files of dead owners from {} ({} bytes): {}{}", removed.size(), dir,
-                removed.stream().mapToLong(Removed::sizeBytes).sum(), removed.stream().limit(10).map(Removed::name).toList(),
+            LOG.warn("removed {} {} of dead owners from {} ({} bytes): {}{}", removed.size(),
+                removed.size() == 1 ? "file" : "files", dir, removed.stream().mapToLong(Removed::sizeBytes).sum(),
+                removed.stream().limit(10).map(Removed::name).toList(),
                 removed.size() > 10 ? " and " + (removed.size() - 10) + " more" : "");
+        }
+        if (!planted.isEmpty()) {
+            LOG.warn("removed {} {} planted at this library's names in {} (never made by it, never followed or"
+                + " opened): {}", planted.size(), planted.size() == 1 ? "link or FIFO" : "links or FIFOs", dir,
+                planted.stream().limit(10).toList());
+            planted.forEach(name -> removed.add(new Removed(name, 0)));
         }
         return removed;
     }
@@ -114,10 +127,11 @@ public final class Reclaimer {
      * or vanished meanwhile).
      */
     public static long reclaimIfDead(Path dir, String name) {
-        return reclaimIfDead(dir, name, false);
+        return reclaimIfDead(dir, name, false, false); // a planted link or FIFO removed counts 0 bytes
     }
 
-    private static long reclaimIfDead(Path dir, String name, boolean otherUsers) {
+    // As above; with `tellPlanted`, a removed link or FIFO is PLANTED rather than 0 bytes.
+    private static long reclaimIfDead(Path dir, String name, boolean otherUsers, boolean tellPlanted) {
         Path entry = dir.resolve(name);
         String path = entry.toString();
         DirectoryEntries.Seen seen = DirectoryEntries.seen(entry);
@@ -126,7 +140,7 @@ public final class Reclaimer {
         }
         if (seen.isSymbolicLink() || seen.isSpecial()) {
             // We never create links or FIFOs: one at our name is planted; removing it opens and follows nothing.
-            return unlinkQuietly(path) ? 0 : -1;
+            return unlinkQuietly(path) ? (tellPlanted ? PLANTED : 0) : -1;
         }
         if (!seen.isRegularFile()) {
             return -1;

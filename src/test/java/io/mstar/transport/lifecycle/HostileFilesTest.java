@@ -41,8 +41,15 @@ class HostileFilesTest {
              ShmMailbox mailbox = ShmMailbox.open(shm.deployment("hostile", "m"))) {
             TensorDescriptor a = arena.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[10]), 10))).getFirst();
             TensorDescriptor s = files.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[10]), 10))).getFirst();
+            String stats = "mstar_" + NS.id() + "_stats_p_" + a.fileName().split("_")[4]; // published at once
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (!ShmTestDir.list(shm.path()).contains(stats)) {
+                assertTrue(System.nanoTime() < deadline, "no stats file: " + ShmTestDir.list(shm.path()));
+                Thread.sleep(10);
+            }
             List<String> created = ShmTestDir.list(shm.path());
-            assertEquals(List.of(a.fileName(), ShmNames.mailbox(NS, "m"), s.fileName()).stream().sorted().toList(), created);
+            assertEquals(List.of(a.fileName(), ShmNames.mailbox(NS, "m"), s.fileName(), stats).stream().sorted().toList(),
+                created);
             for (String name : created) {
                 assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(shm.path().resolve(name),
                     LinkOption.NOFOLLOW_LINKS)), name);
