@@ -33,6 +33,12 @@ public interface TensorRecords {
     void ack(String consumer, long uuidMsb, long uuidLsb);
 
     /**
+     * Frees one tensor as {@code consumer}'s ACK would, because that consumer refused it or never got it: counted
+     * in {@code refusals}, not {@code acks} (which counts only ACKs of tensors their consumers handled).
+     */
+    void refused(String consumer, long uuidMsb, long uuidLsb);
+
+    /**
      * Reads one received tensor in place during {@link #receive}: its bytes are {@code [offset, offset + nbytes)}
      * of {@code memory} (read-only), valid only during the call. Make one and reuse it: a receive through a
      * reader allocates nothing on the arena.

@@ -12,7 +12,9 @@ package io.mstar.transport;
  * @param spillBytes         their bytes
  * @param backpressureWaits  sends that waited on a full arena for ACKs
  * @param backpressureWaitNs total time of those waits
- * @param acks               ACKs that freed a tensor
+ * @param acks               ACKs that freed a tensor its consumer handled
+ * @param refusals           tensors freed because their consumer refused them or never got them (an endpoint's
+ *                           {@code REFUSED} and {@code REJECTED} outcomes): not ACKs
  * @param unknownAcks        ACKs of uuids not in flight (duplicates, or not ours): ignored
  * @param ignoredAcks        ACKs of fan-out tensors that did not count: a repeat from the same consumer, one from
  *                           a consumer that was not named, or one that does not say which consumer sent it
@@ -42,6 +44,7 @@ public record TransportStats(
     long backpressureWaits,
     long backpressureWaitNs,
     long acks,
+    long refusals,
     long unknownAcks,
     long ignoredAcks,
     int partiallyAcked,
@@ -62,7 +65,7 @@ public record TransportStats(
         return "transport=" + transport + " tensorsSent=" + tensorsSent + " bytesSent=" + bytesSent
             + " inFlight=" + inFlight + " spills=" + spills + " spillBytes=" + spillBytes
             + " backpressureWaits=" + backpressureWaits + " backpressureWaitMs=" + backpressureWaitNs / 1_000_000
-            + " acks=" + acks + " unknownAcks=" + unknownAcks + " ignoredAcks=" + ignoredAcks
+            + " acks=" + acks + " refusals=" + refusals + " unknownAcks=" + unknownAcks + " ignoredAcks=" + ignoredAcks
             + " partiallyAcked=" + partiallyAcked + " ttlReclaims=" + ttlReclaims
             + " deadConsumerReclaims=" + deadConsumerReclaims + " claimsAbandoned=" + claimsAbandoned
             + " tensorsReceived=" + tensorsReceived + " staleReads=" + staleReads + " mappedPeerSegments=" + mappedPeerSegments

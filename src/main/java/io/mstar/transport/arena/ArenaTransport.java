@@ -186,7 +186,7 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     public void ack(Collection<UUID> uuids) {
         for (UUID uuid : uuids) {
             if (fanOut.freesUnattributed(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits())) {
-                release(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid);
+                release(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid, false);
             }
         }
     }
@@ -195,7 +195,7 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     public void ack(String consumer, Collection<UUID> uuids) {
         for (UUID uuid : uuids) {
             if (fanOut.frees(uuid, consumer)) {
-                release(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid);
+                release(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), uuid, false);
             }
         }
     }
@@ -203,18 +203,27 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     @Override
     public void ack(long uuidMsb, long uuidLsb) {
         if (fanOut.freesUnattributed(uuidMsb, uuidLsb)) {
-            release(uuidMsb, uuidLsb, null);
+            release(uuidMsb, uuidLsb, null, false);
         }
     }
 
     @Override
     public void ack(String consumer, long uuidMsb, long uuidLsb) {
+        free(consumer, uuidMsb, uuidLsb, false);
+    }
+
+    @Override
+    public void refused(String consumer, long uuidMsb, long uuidLsb) {
+        free(consumer, uuidMsb, uuidLsb, true);
+    }
+
+    private void free(String consumer, long uuidMsb, long uuidLsb, boolean refused) {
         if (fanOut.isEmpty()) { // no share to count: nothing to allocate
-            release(uuidMsb, uuidLsb, null);
+            release(uuidMsb, uuidLsb, null, refused);
         } else {
             UUID uuid = new UUID(uuidMsb, uuidLsb);
             if (fanOut.frees(uuid, consumer)) {
-                release(uuidMsb, uuidLsb, uuid);
+                release(uuidMsb, uuidLsb, uuid, refused);
             }
         }
     }
@@ -225,11 +234,11 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
         consumers.reportFatesTo(reportTo);
     }
 
-    // An ACK that frees: the tensor's slot or spill file goes, and with it who held it.
-    private void release(long msb, long lsb, UUID uuid) {
+    // An ACK (or a refusal) that frees: the tensor's slot or spill file goes, and with it who held it.
+    private void release(long msb, long lsb, UUID uuid, boolean refused) {
         consumers.acked(msb, lsb, uuid);
         long sentAt = inFlight.release(msb, lsb, uuid);
-        counters.acked(sentAt);
+        counters.freed(sentAt, refused);
         if (sentAt == TransportCounters.NOT_IN_FLIGHT) {
             LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", new UUID(msb, lsb));
         } else {

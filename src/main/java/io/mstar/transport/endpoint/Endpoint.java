@@ -93,7 +93,7 @@ final class Endpoint implements TensorEndpoint {
         if (channel instanceof RoutedMailbox routed) { // a remote node refused one: reported and freed at once
             routed.onRefused((consumer, msb, lsb, why) -> {
                 outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, why);
-                transport.records().ack(consumer, msb, lsb);
+                transport.records().refused(consumer, msb, lsb);
             });
         }
     }
@@ -227,7 +227,7 @@ final class Endpoint implements TensorEndpoint {
         } else {
             outcomes.refused(msb, lsb, e.entity(), e.getMessage());
         }
-        transport.records().ack(e.entity(), msb, lsb);
+        transport.records().refused(e.entity(), msb, lsb);
     }
 
     @Override
@@ -414,7 +414,7 @@ final class Endpoint implements TensorEndpoint {
         public void refused(String from, long msb, long lsb) {
             outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, "consumer " + from + " refused it: its slot was"
                 + " reused before it was read (counted in that consumer's staleReads)");
-            transport.records().ack(from, msb, lsb);
+            transport.records().refused(from, msb, lsb);
         }
     }
 

@@ -29,6 +29,8 @@ public interface TransportMXBean {
 
     long getAcks();
 
+    long getRefusals();
+
     /** Bytes of the arena's segments in use; 0 for the file transport. */
     long getArenaUsedBytes();
 

@@ -20,6 +20,7 @@ public final class TransportCounters {
     private final AtomicLong waits = new AtomicLong();
     private final AtomicLong waitNs = new AtomicLong();
     private final AtomicLong acks = new AtomicLong();
+    private final AtomicLong refusals = new AtomicLong();
     private final AtomicLong unknownAcks = new AtomicLong();
     private final AtomicLong ignoredAcks = new AtomicLong();
     private final AtomicLong ttlReclaims = new AtomicLong();
@@ -58,8 +59,18 @@ public final class TransportCounters {
      * ({@link #NOT_IN_FLIGHT}).
      */
     public void acked(long sentAtNs) {
+        freed(sentAtNs, false);
+    }
+
+    /**
+     * As {@link #acked}; {@code refused}: the tensor was freed because its consumer refused it or never got it,
+     * counted in {@code refusals} and not timed as an ACK.
+     */
+    public void freed(long sentAtNs, boolean refused) {
         if (sentAtNs == NOT_IN_FLIGHT) {
             unknownAcks.incrementAndGet();
+        } else if (refused) {
+            refusals.incrementAndGet();
         } else {
             acks.incrementAndGet();
             sendToAck.record(System.nanoTime() - sentAtNs);
@@ -124,7 +135,7 @@ public final class TransportCounters {
     public TransportStats snapshot(String transport, ArenaStats arena, long inFlight, int partiallyAcked,
                                    int mappedPeerSegments, long pinnedBytes, int pinnedSegments, String cuda) {
         return new TransportStats(transport, arena, tensorsSent.get(), bytesSent.get(), inFlight, spills.get(),
-            spillBytes.get(), waits.get(), waitNs.get(), acks.get(), unknownAcks.get(), ignoredAcks.get(),
+            spillBytes.get(), waits.get(), waitNs.get(), acks.get(), refusals.get(), unknownAcks.get(), ignoredAcks.get(),
             partiallyAcked, ttlReclaims.get(), deadConsumerReclaims.get(), claimsAbandoned.get(), tensorsReceived.get(),
             staleReads.get(), mappedPeerSegments, pinnedBytes, pinnedSegments, cuda, sendToAck.snapshot(), receiveToRelease.snapshot());
     }

@@ -94,6 +94,11 @@ public final class TransportJmx {
         }
 
         @Override
+        public long getRefusals() {
+            return getStats().refusals();
+        }
+
+        @Override
         public long getArenaUsedBytes() {
             TransportStats stats = getStats();
             return stats.arena() == null ? 0 : stats.arena().usedBytes();

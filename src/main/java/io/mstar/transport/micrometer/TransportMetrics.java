@@ -73,6 +73,7 @@ public final class TransportMetrics implements MeterBinder {
         counter(registry, tags, "bytes.sent", "bytes", TransportStats::bytesSent);
         counter(registry, tags, "spills", null, TransportStats::spills);
         counter(registry, tags, "acks", null, TransportStats::acks);
+        counter(registry, tags, "refusals", null, TransportStats::refusals);
         counter(registry, tags, "acks.unknown", null, TransportStats::unknownAcks);
         counter(registry, tags, "reclaims.ttl", null, TransportStats::ttlReclaims);
         counter(registry, tags, "reclaims.dead.consumer", null, TransportStats::deadConsumerReclaims);

@@ -133,6 +133,14 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
     }
 
     @Override
+    public void refused(String consumer, long uuidMsb, long uuidLsb) {
+        UUID uuid = new UUID(uuidMsb, uuidLsb);
+        if (fanOut.frees(uuid, consumer)) {
+            release(uuid, true);
+        }
+    }
+
+    @Override
     public void reportFatesTo(TensorFates reportTo) {
         this.fates = reportTo;
     }
@@ -149,7 +157,7 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
     public void ack(String consumer, Collection<UUID> uuids) {
         for (UUID uuid : uuids) {
             if (fanOut.frees(uuid, consumer)) {
-                release(uuid);
+                release(uuid, false);
             }
         }
     }
@@ -158,14 +166,14 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
     public void ack(Collection<UUID> uuids) {
         for (UUID uuid : uuids) {
             if (fanOut.freesUnattributed(uuid.getMostSignificantBits(), uuid.getLeastSignificantBits())) {
-                release(uuid);
+                release(uuid, false);
             }
         }
     }
 
-    private void release(UUID uuid) {
+    private void release(UUID uuid, boolean refused) {
         long sentAt = files.release(uuid);
-        counters.acked(sentAt);
+        counters.freed(sentAt, refused);
         if (sentAt == TransportCounters.NOT_IN_FLIGHT) {
             LOG.debug("ACK of a tensor not in flight, ignored: uuid={}", uuid);
         } else {

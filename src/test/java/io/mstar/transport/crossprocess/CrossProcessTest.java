@@ -128,9 +128,12 @@ class CrossProcessTest {
         consumer.process().destroyForcibly().waitFor();
         producer.deleteLog();
         consumer.deleteLog();
-        // The killed consumer left its mailbox (it only received: it made no segment); the sweep removes it.
+        // The killed consumer left its mailbox and its stats file (it only received: it made no segment); the
+        // sweep removes them.
         List<String> left = ShmTestDir.list(shm.path());
-        assertEquals(1, left.size(), left.toString());
+        assertEquals(2, left.size(), left.toString());
+        assertTrue(left.stream().anyMatch(n -> n.contains("_mailbox_consumer"))
+            && left.stream().anyMatch(n -> n.contains("_stats_consumer_")), left.toString());
         assertEquals(left, Reclaimer.sweep(shm.path()).stream()
             .map(Reclaimer.Removed::name).toList());
         assertEquals(List.of(), ShmTestDir.list(shm.path()));

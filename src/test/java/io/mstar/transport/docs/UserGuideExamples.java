@@ -83,6 +83,40 @@ final class UserGuideExamples {
         return held;
     }
 
+    static TensorEndpoint polledOutcomes(Deployment deployment, Tensor tensor, long[] inFlight) {
+        // tag::polledOutcomes[]
+        DeliveryListener mine = new DeliveryListener() {
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                inFlight[0]--;                                 // only ever on the polling thread: no lock
+            }
+
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                inFlight[0]--;
+            }
+
+            public boolean toldWhenPolled() {
+                return true;                                   // told in pollOutcomes/awaitOutcomes only
+            }
+        };
+        TensorEndpoint endpoint = TensorEndpoint.open(deployment, mine);
+        long key = endpoint.post("speech-0", "request-19", tensor); // the uuid's low half: the outcome's uuidLsb
+        inFlight[0]++;
+        endpoint.pollOutcomes(64);                             // reads the ACKs waiting, tells what they decided
+        endpoint.awaitOutcomes(64, Duration.ofSeconds(1));     // or waits for at least one
+        // end::polledOutcomes[]
+        return endpoint;
+    }
+
+    static TensorEndpoint.Stats stats(TensorEndpoint endpoint) {
+        // tag::endpointStats[]
+        TensorEndpoint.Stats stats = endpoint.stats();
+        long sent = stats.transport().tensorsSent();           // TransportStats: sends, ACKs, spills, latencies
+        long garbage = stats.mailbox().garbageRecords();       // what the mailbox refused or skipped
+        stats.remote().ifPresent(remote -> remote.landed());   // the cross-node link's, on that path
+        // end::endpointStats[]
+        return stats;
+    }
+
     static TensorEndpoint outcomes(Deployment deployment, Tensor tensor, AtomicLong done, Queue<String> retry) {
         // tag::outcomes[]
         DeliveryListener outcomes = new DeliveryListener() {

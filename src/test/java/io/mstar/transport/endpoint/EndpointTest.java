@@ -132,6 +132,36 @@ class EndpointTest {
         Reclaimer.sweep(shm.path()); // the killed consumer's mailbox
     }
 
+    /** A tensor nobody ACKs within MSTAR_SHM_ARENA_SLOT_TTL_S fails EXPIRED, and is freed. */
+    @Test
+    void aTensorWithoutAnAckPastTheTtlExpires() throws Exception {
+        try (TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"));
+             TensorEndpoint producer = TensorEndpoint.open(deployment("writer", TransportConfig.SLOT_TTL_S, "0.2"),
+                 outcomes)) {
+            Delivery delivery = producer.send("reader", "request-1", filled(4096, 1)); // the reader never polls
+            assertEquals(Delivery.Status.FAILED, delivery.await(Duration.ofSeconds(20)), delivery.toString());
+            assertEquals(Delivery.Failure.EXPIRED, delivery.failure(), delivery.toString());
+            assertTrue(delivery.detail().contains(TransportConfig.SLOT_TTL_S), delivery.detail());
+            assertEquals(List.of("request-1 EXPIRED"), outcomes.awaitFailures(1));
+            assertEquals(0, producer.transport().statsSummary().inFlight());
+        }
+    }
+
+    /** Closing the endpoint with a tensor in flight fails it CLOSED, told to its handle and the listener. */
+    @Test
+    void closingWithATensorInFlightFailsItClosed() throws Exception {
+        try (TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
+            Delivery delivery;
+            try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), outcomes)) {
+                delivery = producer.send("reader", "request-1", filled(4096, 1)); // the reader never polls
+                assertEquals(Delivery.Status.PENDING, delivery.status());
+            }
+            assertEquals(Delivery.Status.FAILED, delivery.status(), "decided by the close");
+            assertEquals(Delivery.Failure.CLOSED, delivery.failure(), delivery.toString());
+            assertEquals(List.of("request-1 CLOSED"), outcomes.failures());
+        }
+    }
+
     @Test
     void aSendToAnEntityThatNeverStartedIsRefusedAndFreed() {
         try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), outcomes)) {
@@ -141,7 +171,10 @@ class EndpointTest {
             assertTrue(delivery.detail().contains("nobody"), delivery.detail());
             producer.post("nobody", "request-2", filled(4096, 2));
             assertEquals(List.of("request-1 REFUSED", "request-2 REFUSED"), outcomes.failures());
-            assertEquals(0, producer.transport().statsSummary().inFlight(), "a refused tensor is freed");
+            TransportStats stats = producer.transport().statsSummary();
+            assertEquals(0, stats.inFlight(), "a refused tensor is freed");
+            assertEquals(2, stats.refusals(), "counted as refusals");
+            assertEquals(0, stats.acks(), "acks count only what a consumer handled: " + stats.toLogLine());
         }
     }
 

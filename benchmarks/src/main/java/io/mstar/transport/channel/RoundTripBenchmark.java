@@ -111,6 +111,8 @@ public class RoundTripBenchmark {
         producerEndpoint = TensorEndpoint.open(producerDeployment.withEntity("endpoint-producer"), outcomes);
         consumerEndpoint = TensorEndpoint.open(producerDeployment.withEntity("endpoint-consumer"));
         producerEndpoint.prepareToSend();
+        polledProducer = TensorEndpoint.open(producerDeployment.withEntity("polled-producer"), polled);
+        polledProducer.prepareToSend();
     }
 
     // The endpoint's fast path: post (or claim and post), the consumer's handler reads in place and is ACKed
@@ -151,6 +153,49 @@ public class RoundTripBenchmark {
         return finishEndpoint();
     }
 
+    // The arena-claim producer as a user writes it on the endpoint: the key post returns matches the outcome,
+    // which is told on this thread (a listener toldWhenPolled): no string, queue or lock per tensor.
+    private TensorEndpoint polledProducer;
+    private long key;
+    private long matched;
+    private final DeliveryListener polled = new DeliveryListener() {
+        @Override
+        public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+            matched += uuidLsb == key ? 1 : 0;
+        }
+
+        @Override
+        public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+            throw new IllegalStateException("the round trip failed: " + failure + ", " + detail);
+        }
+
+        @Override
+        public boolean toldWhenPolled() {
+            return true;
+        }
+    };
+
+    /** As {@link #endpointClaimPath()}, the outcome matched by the key {@code post} returns and polled here. */
+    @Benchmark
+    public long endpointClaimPolledPath() {
+        long before = matched;
+        try (TensorClaim claim = polledProducer.claim("request", DType.U8, bytes)) {
+            claim.memory().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+            key = polledProducer.post("endpoint-consumer", claim);
+        }
+        int read = 0;
+        for (int attempt = 0; attempt < 3 && read == 0; attempt++) {
+            read = consumerEndpoint.poll(reads, 16);
+        }
+        for (int attempt = 0; attempt < 1000 && matched == before; attempt++) {
+            polledProducer.pollOutcomes(16);
+        }
+        if (read != 1 || matched != before + 1) {
+            throw new IllegalStateException("the round trip lost a message");
+        }
+        return checksum;
+    }
+
     private long finishEndpoint() {
         long before = delivered;
         int read = 0;
@@ -169,6 +214,7 @@ public class RoundTripBenchmark {
     @TearDown(Level.Trial)
     public void tearDown() throws IOException {
         producerEndpoint.close();
+        polledProducer.close();
         consumerEndpoint.close();
         producerBox.close();
         consumerBox.close();
