@@ -82,6 +82,17 @@ public interface TensorEndpoint extends AutoCloseable {
     long post(String to, String requestId, Tensor tensor);
 
     /**
+     * The fast path written in place: room for one tensor of {@code dtype} and {@code shape} is claimed,
+     * {@code writer} fills it (exactly the tensor's bytes, during the call), and it is sent to {@code to} as
+     * {@link #post(String, String, Tensor)} sends; its outcome goes to the listener. No claim object: on the
+     * arena nothing is allocated ({@code shape} is read, not kept: reuse one array). A writer that throws frees
+     * the room and nothing is sent.
+     *
+     * @return the low half of the tensor's uuid, which the listener's outcome carries
+     */
+    long post(String to, String requestId, DType dtype, long[] shape, TensorRecords.Writer writer);
+
+    /**
      * Claims room for one tensor of {@code dtype} and {@code shape} to write in place; send it with
      * {@link #post(String, TensorClaim)}, or close it unsent to free the room (see {@link TensorClaim}).
      */

@@ -18,6 +18,16 @@ public interface TensorRecords {
     int sendInto(String requestId, Tensor tensor, MemorySegment out, long offset);
 
     /**
+     * As {@link #sendInto}, the tensor's bytes written in place by {@code writer} (into its slot, or its spill
+     * file where the ladder says spill) instead of copied from a tensor: claim, write and publish in one call,
+     * with no claim object. On the arena this allocates nothing ({@code shape} is read, not kept). A writer
+     * that throws frees the room and nothing is sent.
+     *
+     * @return the bytes of the record written at {@code offset} of {@code out}
+     */
+    int sendWritten(String requestId, DType dtype, long[] shape, Writer writer, MemorySegment out, long offset);
+
+    /**
      * Receives the tensor that a record names, without making the descriptor: validates the record against
      * this process's namespace, then hands the tensor's bytes to {@code reader} in place and releases them
      * when it returns.
@@ -46,5 +56,14 @@ public interface TensorRecords {
     @FunctionalInterface
     interface Reader {
         void read(MemorySegment memory, long offset, long nbytes);
+    }
+
+    /**
+     * Writes one tensor's bytes in place during {@link #sendWritten}: {@code room} is exactly the tensor's bytes
+     * (its slot, or its spill file), writable only during the call. Make one and reuse it.
+     */
+    @FunctionalInterface
+    interface Writer {
+        void write(MemorySegment room);
     }
 }

@@ -139,6 +139,13 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     }
 
     @Override
+    public int sendWritten(String requestId, DType dtype, long[] shape, TensorRecords.Writer bytes, MemorySegment out,
+                           long offset) {
+        checkOpen();
+        return writer.sendWritten(requestId, dtype, shape, bytes, out, offset);
+    }
+
+    @Override
     public TensorClaim claim(String requestId, DType dtype, long... shape) {
         checkOpen();
         return writer.claim(requestId, dtype, shape.clone());

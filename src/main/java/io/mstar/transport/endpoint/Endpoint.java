@@ -11,6 +11,7 @@ import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorHandler;
+import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.acks.TensorFates;
 import io.mstar.transport.arena.ArenaTransport;
@@ -166,6 +167,14 @@ final class Endpoint implements TensorEndpoint {
         startSending();
         MemorySegment record = recordBuffers.get();
         int length = transport.records().sendInto(requestId, tensor, record, 0);
+        return sendRecord(to, requestId, record, length, null);
+    }
+
+    @Override
+    public long post(String to, String requestId, DType dtype, long[] shape, TensorRecords.Writer writer) {
+        startSending();
+        MemorySegment record = recordBuffers.get();
+        int length = transport.records().sendWritten(requestId, dtype, shape, writer, record, 0);
         return sendRecord(to, requestId, record, length, null);
     }
 

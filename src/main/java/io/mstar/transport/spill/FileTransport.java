@@ -123,6 +123,15 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
     }
 
     @Override
+    public int sendWritten(String requestId, DType dtype, long[] shape, TensorRecords.Writer writer, MemorySegment out,
+                           long offset) {
+        try (TensorClaim claim = claim(requestId, dtype, shape)) {
+            writer.write(claim.memory());
+            return claim.publish(out, offset);
+        }
+    }
+
+    @Override
     public void ack(long uuidMsb, long uuidLsb) {
         ack(List.of(new UUID(uuidMsb, uuidLsb)));
     }

@@ -240,6 +240,30 @@ class EndpointTest {
         }
     }
 
+    /** A tensor written in place by a writer and posted in one call arrives whole; a writer that throws sends nothing. */
+    @Test
+    void aTensorWrittenInPlaceIsPostedWithNoClaim() throws Exception {
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), outcomes);
+             TensorEndpoint consumer = TensorEndpoint.open(deployment("reader"))) {
+            long[] shape = {4, 16};
+            long key = producer.post("reader", "written", DType.U8, shape, room -> {
+                assertEquals(64, room.byteSize(), "exactly the tensor's bytes");
+                room.fill((byte) 9);
+            });
+            List<String> seen = new ArrayList<>();
+            assertEquals(1, consumer.receive(t -> seen.add(t.requestId() + " " + t.nbytes() + " "
+                + t.data().get(ValueLayout.JAVA_BYTE, 63) + " " + (t.uuidLsb() == key)), Duration.ofSeconds(10)));
+            assertEquals(List.of("written 64 9 true"), seen);
+            outcomes.awaitDelivered(1);
+            org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                () -> producer.post("reader", "broken", DType.U8, shape, room -> {
+                    throw new IllegalStateException("the writer failed");
+                }));
+            assertEquals(0, consumer.receive(t -> { }, Duration.ofMillis(200)), "nothing sent");
+            assertEquals(0, producer.transport().statsSummary().inFlight(), "its room freed");
+        }
+    }
+
     /**
      * A producer that takes its outcomes on its own thread: with a listener told only when polled, every
      * outcome of 200 posted tensors reaches it inside awaitOutcomes on the sending thread, none on another.

@@ -113,6 +113,7 @@ public class RoundTripBenchmark {
         producerEndpoint.prepareToSend();
         polledProducer = TensorEndpoint.open(producerDeployment.withEntity("polled-producer"), polled);
         polledProducer.prepareToSend();
+        shape = new long[] {bytes};
     }
 
     // The endpoint's fast path: post (or claim and post), the consumer's handler reads in place and is ACKed
@@ -175,6 +176,20 @@ public class RoundTripBenchmark {
         }
     };
 
+    private long[] shape;
+    private final TensorRecords.Writer fill = room -> room.set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+
+    /**
+     * The arena-claim producer on the endpoint: room claimed, written in place and posted in one call (no claim
+     * object), the outcome matched by the key {@code post} returns and polled on this thread.
+     */
+    @Benchmark
+    public long endpointWrittenPolledPath() {
+        long before = matched;
+        key = polledProducer.post("endpoint-consumer", "request", DType.U8, shape, fill);
+        return finishPolled(before);
+    }
+
     /** As {@link #endpointClaimPath()}, the outcome matched by the key {@code post} returns and polled here. */
     @Benchmark
     public long endpointClaimPolledPath() {
@@ -183,15 +198,21 @@ public class RoundTripBenchmark {
             claim.memory().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
             key = polledProducer.post("endpoint-consumer", claim);
         }
+        return finishPolled(before);
+    }
+
+    private long finishPolled(long before) {
         int read = 0;
         for (int attempt = 0; attempt < 3 && read == 0; attempt++) {
             read = consumerEndpoint.poll(reads, 16);
         }
-        for (int attempt = 0; attempt < 1000 && matched == before; attempt++) {
+        long deadline = System.nanoTime() + 1_000_000_000L; // the ACK thread may be reading that ACK right now
+        while (matched == before && System.nanoTime() - deadline < 0) {
             polledProducer.pollOutcomes(16);
         }
         if (read != 1 || matched != before + 1) {
-            throw new IllegalStateException("the round trip lost a message");
+            throw new IllegalStateException("the round trip lost a message: read=" + read + ", matched="
+                + (matched - before));
         }
         return checksum;
     }
