@@ -54,6 +54,9 @@ public final class ChildJvm {
         List<String> command = new ArrayList<>(wrapper);
         command.addAll(List.of(java, "--enable-native-access=ALL-UNNAMED", "-ea", "-Xmx512m",
             "-XX:ErrorFile=" + crashReport(log)));
+        // A child lives seconds: C1 alone and the serial collector start it sooner and leave the CPUs to the others
+        // (on a 2-core machine, every child's C2 threads competed with the processes under test).
+        command.addAll(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"));
         command.addAll(jvmOptions);
         if (mailboxFlag) {
             command.add("--add-exports");
