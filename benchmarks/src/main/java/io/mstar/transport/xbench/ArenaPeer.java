@@ -9,6 +9,7 @@ import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorHandler;
+import io.mstar.transport.TensorRecords;
 import io.mstar.transport.TransportConfig;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
@@ -30,7 +31,9 @@ import java.util.Map;
  * descriptor's record, read in place by a handler, ACKed on return, its outcome told to a listener: the
  * steady state allocates nothing):
  * {@code arena-send} (the producer fills its own buffer, {@code post} copies it into a slot),
- * {@code arena-claim} (the producer fills the claimed slot, then posts it) and {@code file} (the file
+ * {@code arena-claim} (the producer fills the claimed slot, then posts it), {@code arena-polled} (as
+ * arena-claim, the slot written in place through {@code post(to, id, dtype, shape, writer)} and the outcomes
+ * taken on the producer's own thread, which reads its ACKs itself) and {@code file} (the file
  * transport); {@code remote} is {@code arena-claim} across two "nodes": each JVM has a shared-memory directory
  * of its own and the tensors cross on the cross-node path (authenticated TCP on 127.0.0.1; TLS 1.3 too with
  * {@code -Dxbench.tlsDir} naming a directory with {@code node.p12} and {@code trust.p12}). A zero-byte tensor
@@ -100,8 +103,14 @@ final class ArenaPeer {
     static void producer(String peer, String dir, double seconds) throws Exception {
         Deployment deployment = deployment(peer, dir, "producer");
         boolean claim = peer.equals("arena-claim") || peer.equals("remote");
+        boolean polled = peer.equals("arena-polled");
         Producer[] loop = new Producer[1];
         DeliveryListener outcomes = new DeliveryListener() { // told on the endpoint's ACK thread, in ACK order
+            @Override
+            public boolean toldWhenPolled() {
+                return polled; // then on the producer's thread, in pollOutcomes
+            }
+
             @Override
             public void delivered(String requestId, long uuidMsb, long uuidLsb) {
                 loop[0].acked();
@@ -124,10 +133,26 @@ final class ArenaPeer {
             for (int i = 0; i < payloads.length; i++) {
                 payloads[i] = Tensor.of(DType.U8, source.asSlice(0, Protocol.SIZES[i]), Protocol.SIZES[i]);
             }
+            long[][] shapes = new long[Protocol.SIZES.length][];
+            for (int i = 0; i < shapes.length; i++) {
+                shapes[i] = new long[] {Protocol.SIZES[i]};
+            }
+            long[] filling = new long[1];
+            TensorRecords.Writer fill = room -> Protocol.fill(room, filling[0]);
             loop[0] = new Producer() {
                 @Override
+                void takeOutcomes() {
+                    if (polled) {
+                        endpoint.pollOutcomes(64);
+                    }
+                }
+
+                @Override
                 void send(long seq, long size) {
-                    if (claim) {
+                    if (polled) {
+                        filling[0] = seq;
+                        endpoint.post("consumer", "x", DType.U8, shapes[Arrays.binarySearch(Protocol.SIZES, size)], fill);
+                    } else if (claim) {
                         try (TensorClaim room = endpoint.claim("x", DType.U8, size)) {
                             Protocol.fill(room.memory(), seq);
                             endpoint.post("consumer", room);

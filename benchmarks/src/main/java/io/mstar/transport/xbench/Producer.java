@@ -28,7 +28,14 @@ abstract class Producer {
     void endOfSize(long size) throws Exception {
     }
 
-    /** Called by the peer's ACK thread for each ACK, in order. */
+    /**
+     * Takes the outcomes waiting on this thread (a peer whose ACKs the producer reads itself); called after each
+     * send and while the producer waits for room. Nothing by default: the peer's ACK thread calls {@link #acked()}.
+     */
+    void takeOutcomes() {
+    }
+
+    /** Called by the peer's ACK thread (or in {@link #takeOutcomes()}) for each ACK, in order. */
     final void acked() {
         long seq = acked++;
         if (seq >= measureFrom && seq < measureTo && sampleCount < MAX_SAMPLES) {
@@ -60,8 +67,12 @@ abstract class Producer {
             }
             measureTo = seq;
             long elapsed = System.nanoTime() - start;
-            if (!permits.tryAcquire(window, 60, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("ACKs stopped: size=" + size + ", sent=" + seq + ", acked=" + acked);
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (!permits.tryAcquire(window, 1, TimeUnit.MILLISECONDS)) {
+                takeOutcomes();
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("ACKs stopped: size=" + size + ", sent=" + seq + ", acked=" + acked);
+                }
             }
             endOfSize(size);
             long payloads = measureTo - measureFrom;
@@ -77,9 +88,16 @@ abstract class Producer {
     }
 
     private long sendOne(long seq, long size) throws Exception {
-        permits.acquire();
+        while (!permits.tryAcquire()) {
+            takeOutcomes();
+            if (!permits.tryAcquire(100, TimeUnit.MICROSECONDS)) {
+                continue;
+            }
+            break;
+        }
         sentAt[(int) (seq & (sentAt.length - 1))] = System.nanoTime();
         send(seq, size);
+        takeOutcomes();
         return seq + 1;
     }
 

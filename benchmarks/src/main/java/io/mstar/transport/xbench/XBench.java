@@ -37,6 +37,8 @@ public final class XBench {
     static final List<String> PEERS = List.of("arena-send", "arena-claim", "aeron-ipc", "uds", "file");
     /** Peers run only when named: the cross-node path between two directories over TCP, and TCP on loopback. */
     static final List<String> NODE_PEERS = List.of("remote", "tcp");
+    /** Run only when named: arena-claim with the producer reading its own ACKs (outcomes polled on its thread). */
+    static final List<String> VARIANTS = List.of("arena-polled");
     static final List<String> REFERENCES = List.of("memcpy", "fill", "crc32c");
 
     private XBench() {
@@ -173,7 +175,7 @@ public final class XBench {
         double seconds = Double.parseDouble(args[4]);
         boolean producer = role.equals("producer");
         switch (peer) {
-            case "arena-send", "arena-claim", "file", "remote" -> {
+            case "arena-send", "arena-claim", "arena-polled", "file", "remote" -> {
                 if (producer) {
                     ArenaPeer.producer(peer, dir, seconds);
                 } else {
@@ -194,8 +196,8 @@ public final class XBench {
                     SocketPeer.consumer(dir, peer.equals("tcp"));
                 }
             }
-            default -> throw new IllegalArgumentException("unknown peer: " + peer + ", known: " + PEERS + " and "
-                + NODE_PEERS);
+            default -> throw new IllegalArgumentException("unknown peer: " + peer + ", known: " + PEERS + ", "
+                + NODE_PEERS + " and " + VARIANTS);
         }
         System.exit(0); // daemon threads of the peers end with the JVM
     }
