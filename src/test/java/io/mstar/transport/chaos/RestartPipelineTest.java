@@ -58,7 +58,7 @@ class RestartPipelineTest {
             ChildJvm sink = start(incarnations, all, env, "consumer", "sink", run * 10L + 1);
             start(incarnations, all, env, "consumer", "sink2", run * 10L + 2);
             ChildJvm middle = start(incarnations, all, env, "middle", "middle", run * 10L + 3, "sink");
-            ChildJvm producer = start(incarnations, all, env, "pipeline", "producer", run * 10L + 4, "1000", "15");
+            ChildJvm producer = start(incarnations, all, env, "pipeline", "producer", run * 10L + 4, "1000", "10");
             producer.awaitOutput("SENT t-300 ", 120);
             sink.process().destroyForcibly().waitFor();
             Thread.sleep(3000);
