@@ -148,6 +148,11 @@ final class ArenaPeer {
                 }
 
                 @Override
+                boolean pollsItsOutcomes() {
+                    return polled;
+                }
+
+                @Override
                 void send(long seq, long size) {
                     if (polled) {
                         filling[0] = seq;

@@ -1,5 +1,7 @@
 package io.mstar.transport.xbench;
 
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.Semaphore;
@@ -20,6 +22,7 @@ abstract class Producer {
     private volatile long measureTo = Long.MAX_VALUE;
     private long acked;     // written by the ACK thread only
     private int sampleCount;
+    private final IdleStrategy waiting = new BackoffIdleStrategy(100, 10, 1_000, 100_000);
 
     /** Fills payload {@code seq} of {@code size} bytes and sends it. */
     abstract void send(long seq, long size) throws Exception;
@@ -29,10 +32,16 @@ abstract class Producer {
     }
 
     /**
-     * Takes the outcomes waiting on this thread (a peer whose ACKs the producer reads itself); called after each
-     * send and while the producer waits for room. Nothing by default: the peer's ACK thread calls {@link #acked()}.
+     * Takes the outcomes waiting on this thread (a peer whose ACKs the producer reads in its own duty cycle, as
+     * Aeron's users poll theirs); called after each send and while the producer waits for room. Nothing by
+     * default: the peer's ACK thread calls {@link #acked()}.
      */
     void takeOutcomes() {
+    }
+
+    /** Whether {@link #takeOutcomes()} is how ACKs arrive: then the producer polls for room instead of blocking. */
+    boolean pollsItsOutcomes() {
+        return false;
     }
 
     /** Called by the peer's ACK thread (or in {@link #takeOutcomes()}) for each ACK, in order. */
@@ -88,12 +97,14 @@ abstract class Producer {
     }
 
     private long sendOne(long seq, long size) throws Exception {
-        while (!permits.tryAcquire()) {
-            takeOutcomes();
-            if (!permits.tryAcquire(100, TimeUnit.MICROSECONDS)) {
-                continue;
+        if (pollsItsOutcomes()) { // the duty cycle: poll, and back off as Agrona's idle strategies do
+            waiting.reset();
+            while (!permits.tryAcquire()) {
+                takeOutcomes();
+                waiting.idle();
             }
-            break;
+        } else {
+            permits.acquire();
         }
         sentAt[(int) (seq & (sentAt.length - 1))] = System.nanoTime();
         send(seq, size);
