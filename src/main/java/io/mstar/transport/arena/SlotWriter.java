@@ -128,9 +128,7 @@ final class SlotWriter {
             inFlight.track(msb, lsb, slot, nbytes);
             // Exactly the tensor's bytes: a writer cannot reach another tensor's slot.
             bytes.write(arena.segmentMemory(slot).asSlice(SegmentedArena.offset(slot), nbytes));
-            int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), dtype, shape, nbytes,
-                Placement.ARENA, arena.segmentName(slot), SegmentedArena.offset(slot), out, offset);
-            counters.sent(nbytes);
+            int length = record(msb, lsb, requestId, dtype, shape, nbytes, slot, out, offset);
             ok = true;
             return length;
         } finally {
@@ -173,6 +171,12 @@ final class SlotWriter {
         arena.checkOpen();
         counters.claimEnded();
         inFlight.track(msb, lsb, slot, nbytes);
+        return record(msb, lsb, requestId, dtype, shape, nbytes, slot, out, offset);
+    }
+
+    // The record of a tensor in flight in its slot, written at `offset` of `out`; counts it as sent.
+    private int record(long msb, long lsb, String requestId, DType dtype, long[] shape, long nbytes, long slot,
+                       MemorySegment out, long offset) {
         int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), dtype, shape, nbytes, Placement.ARENA,
             arena.segmentName(slot), SegmentedArena.offset(slot), out, offset);
         counters.sent(nbytes);

@@ -27,9 +27,6 @@ import java.util.concurrent.atomic.AtomicLong;
 final class DeadWriters implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DeadWriters.class);
 
-    // Test seam: wait for a live writer's claim for good, as before the bound, to show what the bound prevents.
-    private static final boolean NO_STUCK_SKIP = Boolean.getBoolean("mstar.test.noStuckSkip");
-
     private final ManyToOneRingBuffer ring;
     private final MappedSegment file;
     private final int writersFd; // a second open file of the mailbox, to see senders' slot locks
@@ -80,7 +77,7 @@ final class DeadWriters implements AutoCloseable {
                 unblocks.incrementAndGet();
                 stuckSinceNs = -1;
                 LOG.warn("mailbox skipped a record its writer never committed (that writer died): entity={}", entity);
-            } else if (now - stuckSinceNs > ShmMailbox.STUCK_CLAIM_MS * 1_000_000L && !NO_STUCK_SKIP
+            } else if (now - stuckSinceNs > ShmMailbox.STUCK_CLAIM_MS * 1_000_000L
                 && (ring.unblock() || padClaimToTheEnd())) {
                 unblocks.incrementAndGet();
                 stuckSinceNs = -1;

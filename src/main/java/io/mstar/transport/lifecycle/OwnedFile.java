@@ -92,28 +92,26 @@ public final class OwnedFile implements AutoCloseable {
     // lock or the check fails (EMFILE, EINTR...), the file we made is removed, if still ours, before the error
     // goes up: otherwise it would stay at its name with no owner to remove it.
     private static OwnedFile lockIfStillAt(int fd, String path, boolean directory) {
-        boolean ok = false;
-        boolean failed = true;
+        boolean stillAt;
         try {
             Posix.flock(fd, Posix.LOCK_EX, path); // at most waits out a sweep's brief probe of the new file
-            ok = isStillAt(fd, path);
-            failed = false;
-            return ok ? new OwnedFile(path, fd, directory) : null;
-        } finally {
-            if (!ok) {
-                try {
-                    if (failed && !NO_REMOVE_ON_FAILURE && isStillAt(fd, path)) {
-                        removeName(path, directory);
-                    }
-                } finally {
-                    Posix.close(fd, path);
+            stillAt = isStillAt(fd, path);
+        } catch (RuntimeException | Error e) {
+            try {
+                if (isStillAt(fd, path)) {
+                    removeName(path, directory);
                 }
+            } finally {
+                Posix.close(fd, path);
             }
+            throw e;
         }
+        if (!stillAt) {
+            Posix.close(fd, path);
+            return null;
+        }
+        return new OwnedFile(path, fd, directory);
     }
-
-    // Test seam: leave a file whose lock failed at its name, to show the orphan the removal prevents.
-    private static final boolean NO_REMOVE_ON_FAILURE = Boolean.getBoolean("mstar.test.keepFailedCreate");
 
     private static void removeName(String path, boolean directory) {
         try {

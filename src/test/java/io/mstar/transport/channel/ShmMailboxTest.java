@@ -180,7 +180,7 @@ class ShmMailboxTest {
     /**
      * A writer that lives and never commits its claim (stopped for good, or buggy), and one that commits a
      * zero length over a zero-filled record: each holds the ring for the bound, then is skipped (logged) and
-     * what follows arrives. Without the bound ({@code -Dmstar.test.noStuckSkip=true}) the ring waits for good.
+     * what follows arrives. Without the bound the ring waits for good.
      */
     @Test
     void aClaimALiveWriterNeverCommitsIsSkippedAfterTheBound() throws Exception {
