@@ -45,7 +45,7 @@ final class ArenaPeer {
     private ArenaPeer() {
     }
 
-    private static Deployment deployment(String peer, String dir, String entity) throws IOException {
+    static Deployment deployment(String peer, String dir, String entity) throws IOException {
         Map<String, String> env = new HashMap<>(Map.of(TransportConfig.SHM_DIR, dir,
             TransportConfig.ARENA, peer.equals("file") ? "0" : "1",
             TransportConfig.MAX_SEGMENTS, "4"));

@@ -64,7 +64,7 @@ abstract class Producer {
                 permits = new Semaphore(window);
             }
             long seq = 0;
-            long warmUntil = System.nanoTime() + (long) (seconds * 0.5e9);
+            long warmUntil = System.nanoTime() + (long) (Protocol.warmUpSeconds(seconds) * 1e9);
             while (System.nanoTime() < warmUntil) {
                 seq = sendOne(seq, size);
             }

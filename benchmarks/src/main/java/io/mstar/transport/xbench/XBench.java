@@ -34,9 +34,13 @@ import java.util.stream.Collectors;
  * </pre>
  */
 public final class XBench {
-    static final List<String> PEERS = List.of("arena-send", "arena-claim", "aeron-ipc", "uds", "file");
-    /** Peers run only when named: the cross-node path between two directories over TCP, and TCP on loopback. */
-    static final List<String> NODE_PEERS = List.of("remote", "tcp");
+    static final List<String> PEERS = List.of("arena-send", "arena-claim", "user-post", "user-claim", "aeron-ipc", "tcp",
+        "uds", "file");
+    /**
+     * Peers run only when named: the cross-node path between two directories over TCP, as the project's harness
+     * ({@code remote}) and a user's code ({@code user-remote}) drive it.
+     */
+    static final List<String> NODE_PEERS = List.of("remote", "user-remote");
     /** Run only when named: arena-claim with the producer reading its own ACKs (outcomes polled on its thread). */
     static final List<String> VARIANTS = List.of("arena-polled");
     static final List<String> REFERENCES = List.of("memcpy", "fill", "crc32c");
@@ -60,13 +64,15 @@ public final class XBench {
         // column -> size -> one {payloads/s, GB/s, p50 us, p99 us, p99.9 us} per run
         Map<String, Map<Long, List<double[]>>> results = new LinkedHashMap<>();
         long corrupted = 0;
+        Map<String, Double> allocations = new LinkedHashMap<>(); // "peer side size" -> the highest B/payload of the runs
         OwnedFile workDir = OwnedFile.createDirectory(Path.of("/dev/shm"), "mstar-demo-" + Owner.newNonce());
         Process busy = Boolean.getBoolean("xbench.busy") ? start(List.of("busy")) : null;
         try {
             for (int run = 1; run <= runs; run++) {
                 for (String peer : peers) {
                     Path dir = Files.createDirectories(Path.of(workDir.path(), peer + "-" + run));
-                    corrupted += pair(peer, dir, seconds, results.computeIfAbsent(peer, p -> new LinkedHashMap<>()));
+                    corrupted += pair(peer, dir, seconds, results.computeIfAbsent(peer, p -> new LinkedHashMap<>()),
+                        allocations);
                     out.println("run " + run + " " + peer + " done");
                 }
                 for (String reference : REFERENCES) {
@@ -92,6 +98,7 @@ public final class XBench {
         }
         report(out, results, runs, corrupted);
         reportRuns(out, results);
+        reportAllocations(out, allocations);
         Files.writeString(target.resolve("results.csv"), csv(results));
         Files.writeString(target.resolve("gbps.svg"), Plot.svg(results));
         out.println("wrote target/xbench/results.csv and target/xbench/gbps.svg");
@@ -101,13 +108,16 @@ public final class XBench {
     }
 
     // Runs one consumer and one producer JVM through every size; returns the corrupted payloads.
-    private static long pair(String peer, Path dir, double seconds, Map<Long, List<double[]>> rows)
-        throws IOException, InterruptedException {
+    private static long pair(String peer, Path dir, double seconds, Map<Long, List<double[]>> rows,
+                             Map<String, Double> allocations) throws IOException, InterruptedException {
         Process consumer = start("consumer", peer, dir, seconds);
         Process producer = null;
         try {
             BufferedReader consumerOut = reader(consumer);
             String line = consumerOut.readLine();
+            while (line != null && line.startsWith("[")) { // the JVM's own log lines, e.g. a flight recording's
+                line = consumerOut.readLine();
+            }
             if (!"READY".equals(line)) {
                 throw new IllegalStateException(peer + " consumer did not start: " + line);
             }
@@ -120,6 +130,7 @@ public final class XBench {
                         Double.parseDouble(f[2]), Double.parseDouble(f[3]), Double.parseDouble(f[4]),
                         Double.parseDouble(f[5]), Double.parseDouble(f[6])});
                 }
+                allocation(peer, line, allocations);
             }
             if (!producer.waitFor(60, TimeUnit.SECONDS) || producer.exitValue() != 0) {
                 throw new IllegalStateException(peer + " producer failed: exit " + producer.exitValue());
@@ -129,6 +140,7 @@ public final class XBench {
                 if (line.startsWith("VERIFIED ")) {
                     verdict = line;
                 }
+                allocation(peer, line, allocations);
             }
             if (!consumer.waitFor(60, TimeUnit.SECONDS) || verdict == null) {
                 throw new IllegalStateException(peer + " consumer did not finish");
@@ -139,6 +151,21 @@ public final class XBench {
             if (producer != null) {
                 producer.destroyForcibly();
             }
+        }
+    }
+
+    // An "ALLOC side size bytes-per-payload" line of a user-level peer: the highest of the runs is kept.
+    private static void allocation(String peer, String line, Map<String, Double> allocations) {
+        if (line.startsWith("ALLOC ")) {
+            String[] f = line.split(" ");
+            allocations.merge(peer + " " + f[1] + " " + human(Long.parseLong(f[2])), Double.parseDouble(f[3]), Math::max);
+        }
+    }
+
+    private static void reportAllocations(PrintStream out, Map<String, Double> allocations) {
+        if (!allocations.isEmpty()) {
+            out.printf(Locale.ROOT, "%nallocated per payload in steady state, every thread of the JVM, worst run, bytes%n");
+            allocations.forEach((cell, bytes) -> out.printf(Locale.ROOT, "  %-32s %.2f%n", cell, bytes));
         }
     }
 
@@ -180,6 +207,13 @@ public final class XBench {
                     ArenaPeer.producer(peer, dir, seconds);
                 } else {
                     ArenaPeer.consumer(peer, dir);
+                }
+            }
+            case "user-post", "user-claim", "user-remote" -> {
+                if (producer) {
+                    UserPeer.producer(peer, dir, seconds);
+                } else {
+                    UserPeer.consumer(peer, dir);
                 }
             }
             case "aeron-ipc" -> {

@@ -1,0 +1,265 @@
+package io.mstar.transport.xbench;
+
+import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
+import io.mstar.transport.DeliveryListener;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorClaim;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.TensorHandler;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Semaphore;
+import java.util.zip.CRC32C;
+
+/**
+ * The library as a user's benchmark calls it: only the exported API, the way the user guide shows it. The
+ * producer opens its endpoint with a {@link DeliveryListener} (told on the thread that learns each outcome),
+ * gives every payload a request id of its own, and either fills its own buffer and {@code post}s it
+ * ({@code user-post}) or claims room, fills it in place and posts the claim ({@code user-claim}; across two
+ * "nodes" over the cross-node path: {@code user-remote}); at most {@link Protocol#window} payloads in flight,
+ * each outcome frees a window place (a semaphore) and records the payload's send-to-outcome time, matched by
+ * its request id. The consumer calls {@code receive} with a handler that checks a CRC32C over every byte in
+ * place and returns (the endpoint ACKs). Nothing here reaches into the library's internals or idles on its
+ * behalf.
+ *
+ * <p>Each side also measures what it allocates per payload (every thread of its JVM, over the measured
+ * part: the producer's measured seconds, the consumer's second half of each size) and prints it as an
+ * {@code ALLOC} line.
+ */
+final class UserPeer {
+    private static final int MAX_SAMPLES = 1 << 22;
+    private static final Duration RECEIVE_TIMEOUT = Duration.ofSeconds(1);
+
+    private UserPeer() {
+    }
+
+    static void consumer(String peer, String dir) throws Exception {
+        Checker checker = new Checker();
+        try (TensorEndpoint endpoint = TensorEndpoint.open(ArenaPeer.deployment(transportOf(peer), dir, "consumer"))) {
+            System.out.println("READY");
+            while (!checker.done) {
+                endpoint.receive(checker, RECEIVE_TIMEOUT);
+            }
+        }
+        checker.report();
+        System.out.println(checker.verifier.summary());
+    }
+
+    /** The consumer's handler: CRC32C over the tensor's bytes where they lie, against the fill it expects next. */
+    private static final class Checker implements TensorHandler {
+        final Protocol.Verifier verifier = new Protocol.Verifier();
+        final CRC32C crc = new CRC32C();
+        final Map<MemorySegment, ByteBuffer> views = new IdentityHashMap<>(); // one ByteBuffer per mapping
+        boolean done;
+        long size = -1;
+        long count;
+        long allocatedAtHalf;
+        long countAtHalf;
+        final StringBuilder allocLines = new StringBuilder();
+
+        @Override
+        public void onTensor(io.mstar.transport.IncomingTensor tensor) {
+            long nbytes = tensor.nbytes();
+            if (nbytes != size) {
+                endOfSize();
+                size = nbytes;
+                count = 0;
+                countAtHalf = -1;
+            }
+            if (nbytes == 0) {
+                done = true;
+                return;
+            }
+            if (++count == expectedHalf(nbytes)) {
+                countAtHalf = count;
+                allocatedAtHalf = allocatedBytes();
+            }
+            ByteBuffer view = views.computeIfAbsent(tensor.memory(), MemorySegment::asByteBuffer);
+            int from = (int) tensor.offset();
+            view.limit(from + (int) nbytes).position(from);
+            crc.reset();
+            crc.update(view);
+            verifier.checkCrc(nbytes, crc.getValue());
+        }
+
+        // Roughly the middle of a size's run: the payloads of the warm-up and the first measured second.
+        private long expectedHalf(long nbytes) {
+            return nbytes >= 16 << 20 ? 200 : nbytes >= 1 << 20 ? 2_000 : 20_000;
+        }
+
+        private void endOfSize() {
+            if (size > 0 && countAtHalf > 0 && count > countAtHalf) {
+                allocLines.append(String.format(Locale.ROOT, "ALLOC consumer %d %.2f%n", size,
+                    (double) (allocatedBytes() - allocatedAtHalf) / (count - countAtHalf)));
+            }
+        }
+
+        void report() {
+            System.out.print(allocLines);
+        }
+    }
+
+    static void producer(String peer, String dir, double seconds) throws Exception {
+        boolean claim = !peer.equals("user-post");
+        Window window = new Window();
+        DeliveryListener outcomes = new DeliveryListener() { // on the thread that learns the outcome
+            @Override
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                window.done(requestId);
+            }
+
+            @Override
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                System.err.println("not delivered: " + requestId + " " + failure + ", " + detail);
+                System.exit(3);
+            }
+        };
+        try (Arena scratch = Arena.ofShared();
+             TensorEndpoint endpoint = TensorEndpoint.open(ArenaPeer.deployment(transportOf(peer), dir, "producer"),
+                 outcomes)) {
+            if (!endpoint.awaitPeer("consumer", Duration.ofSeconds(30))) {
+                throw new IllegalStateException("the consumer did not start");
+            }
+            endpoint.prepareToSend();
+            MemorySegment source = scratch.allocate(Protocol.SIZES[Protocol.SIZES.length - 1], 4096);
+            for (long size : Protocol.SIZES) {
+                Tensor own = Tensor.of(DType.U8, source.asSlice(0, size), size);
+                long[] shape = {size}; // one array for every claim: the claim copies it
+                window.start(Protocol.window(size));
+                long seq = 0;
+                long warmUntil = System.nanoTime() + (long) (Protocol.warmUpSeconds(seconds) * 1e9);
+                long start = 0;
+                long end = Long.MAX_VALUE;
+                long measuredFrom = -1;
+                long allocatedFrom = 0;
+                while (true) {
+                    long now = System.nanoTime();
+                    if (measuredFrom < 0 && now >= warmUntil) {
+                        measuredFrom = seq;
+                        start = now;
+                        end = now + (long) (seconds * 1e9);
+                        allocatedFrom = allocatedBytes();
+                        window.measure(true);
+                    } else if (now >= end) {
+                        break;
+                    }
+                    String requestId = window.take(seq);
+                    if (claim) {
+                        try (TensorClaim room = endpoint.claim(requestId, DType.U8, shape)) {
+                            Protocol.fill(room.memory(), seq);
+                            endpoint.post("consumer", room);
+                        }
+                    } else {
+                        Protocol.fill(own.data(), seq);
+                        endpoint.post("consumer", requestId, own);
+                    }
+                    seq++;
+                }
+                long elapsed = System.nanoTime() - start;
+                long payloads = seq - measuredFrom;
+                double allocated = (double) (allocatedBytes() - allocatedFrom) / payloads;
+                window.measure(false);
+                window.drain();
+                long[] sorted = window.samples();
+                System.out.printf(Locale.ROOT, "ROW %d %.1f %.4f %.2f %.2f %.2f%n", size, payloads / (elapsed / 1e9),
+                    payloads * size / (elapsed / 1e9) / 1e9, percentile(sorted, 0.50) / 1e3,
+                    percentile(sorted, 0.99) / 1e3, percentile(sorted, 0.999) / 1e3);
+                System.out.printf(Locale.ROOT, "ALLOC producer %d %.2f%n", size, allocated);
+            }
+            window.take(0); // the end marker holds a place until its outcome
+            endpoint.post("consumer", "end", Tensor.of(DType.U8, MemorySegment.NULL, 0));
+            window.drain();
+        }
+    }
+
+    private static String transportOf(String peer) {
+        return peer.equals("user-remote") ? "remote" : "arena-claim";
+    }
+
+    /**
+     * The producer's window: a semaphore of places, a request id per place, and the send time of what holds
+     * it; an outcome frees its place, found by its request id.
+     */
+    private static final class Window {
+        private final String[] ids = new String[128];
+        private final Map<String, Integer> placeOf = new HashMap<>();
+        private final long[] sentAt = new long[ids.length];
+        private final long[] samples = new long[MAX_SAMPLES];
+        private volatile boolean measuring;
+        private int sampleCount; // guarded by this
+        private Semaphore places;
+        private int size;
+
+        Window() {
+            for (int i = 0; i < ids.length; i++) {
+                ids[i] = "request-" + i;
+                placeOf.put(ids[i], i);
+            }
+        }
+
+        void start(int places) {
+            this.size = places;
+            this.places = new Semaphore(places);
+            synchronized (this) {
+                sampleCount = 0;
+            }
+        }
+
+        void measure(boolean on) {
+            measuring = on;
+        }
+
+        // Waits for a free place; payload seq takes place seq mod 2 x window (never one still in flight).
+        String take(long seq) throws InterruptedException {
+            places.acquire();
+            int place = (int) (seq % (2L * size));
+            sentAt[place] = System.nanoTime();
+            return ids[place];
+        }
+
+        void done(String requestId) {
+            Integer place = placeOf.get(requestId);
+            if (place != null) {
+                long took = System.nanoTime() - sentAt[place];
+                if (measuring) {
+                    synchronized (this) {
+                        if (sampleCount < MAX_SAMPLES) {
+                            samples[sampleCount++] = took;
+                        }
+                    }
+                }
+            }
+            places.release();
+        }
+
+        void drain() throws InterruptedException {
+            places.acquire(size);
+            places.release(size);
+        }
+
+        synchronized long[] samples() {
+            long[] sorted = Arrays.copyOf(samples, sampleCount);
+            Arrays.sort(sorted);
+            return sorted;
+        }
+    }
+
+    // Bytes allocated by every thread of this JVM so far.
+    private static long allocatedBytes() {
+        return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getTotalThreadAllocatedBytes();
+    }
+
+    private static double percentile(long[] sorted, double p) {
+        return sorted.length == 0 ? Double.NaN : sorted[(int) Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+    }
+}
