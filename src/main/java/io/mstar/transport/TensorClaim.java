@@ -14,6 +14,10 @@ import java.util.UUID;
  * {@link #close()} aborts a claim that was neither published nor aborted, so try-with-resources never
  * leaks one; a claim still open when its transport closes is freed then and counted
  * ({@code claimsAbandoned}). A claim is not thread-safe: use it from one thread at a time.
+ *
+ * <p>An arena claim published or aborted on the thread that made it is reused by that thread's next claim
+ * (so that claiming allocates nothing in steady state): keep no reference to a claim past its publish, post
+ * or close. The shape passed to {@code claim} is copied; reuse one array for it.
  */
 public interface TensorClaim extends AutoCloseable {
     /** The tensor's uuid, as its descriptor will carry it (a new object each call: see the halves). */

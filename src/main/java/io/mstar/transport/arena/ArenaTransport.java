@@ -148,7 +148,7 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     @Override
     public TensorClaim claim(String requestId, DType dtype, long... shape) {
         checkOpen();
-        return writer.claim(requestId, dtype, shape.clone());
+        return writer.claim(requestId, dtype, shape); // copied by the claim: the caller may reuse its array
     }
 
     @Override

@@ -366,7 +366,7 @@ public final class SegmentedArena implements AutoCloseable {
             throw new IllegalArgumentException("not a live slot of this size: slot=0x" + Long.toHexString(slot)
                 + ", sizeBytes=" + sizeBytes + ", slotBytes=" + slotBytes);
         }
-        return segments[p].memory().asSlice(offset(slot), sizeBytes);
+        return segments[p].slice(offset(slot), sizeBytes);
     }
 
     /** The file name of the segment holding a live slot. */
@@ -390,6 +390,14 @@ public final class SegmentedArena implements AutoCloseable {
     /** The whole writable mapping of the segment holding a live slot; the slot starts at {@link #offset}. */
     public synchronized MemorySegment segmentMemory(long slot) {
         return segmentOf(slot).memory();
+    }
+
+    /**
+     * The first {@code nbytes} of a slot its caller just reserved (unchecked, unlike {@link #slotMemory}): the
+     * same object for the same slot and size (see {@link MappedSegment#slice}).
+     */
+    synchronized MemorySegment reservedMemory(long slot, long nbytes) {
+        return segmentOf(slot).slice(offset(slot), nbytes);
     }
 
     /** The address of a live slot's first byte, for native copies (the mapping never moves). */

@@ -10,30 +10,51 @@ import java.util.UUID;
 /**
  * A slot claimed for the producer to write in place ({@link SlotWriter#claim}). It is not in flight until
  * published: neither the TTL nor an ACK can free it while the producer writes.
+ *
+ * <p>Once published or aborted on the thread that made it, it is reused by that thread's next claim, so
+ * that a claim allocates nothing in steady state. One published or aborted on another thread is never
+ * reused: the thread that made it could rearm it while the other still reads its fields.
  */
 final class SlotClaim implements TensorClaim {
     private final SlotWriter writer;
-    private final String requestId;
-    private final DType dtype;
-    private final long[] shape;
-    private final long nbytes;
-    private final long msb;
-    private final long lsb;
-    private final long slot;
-    private final MemorySegment memory;
+    private String requestId;
+    private DType dtype;
+    private long[] shape = new long[0];
+    private long nbytes;
+    private long msb;
+    private long lsb;
+    private long slot;
+    private MemorySegment memory;
     private boolean ended;
+    private boolean reusable;
+    private final Thread owner = Thread.currentThread();
 
-    SlotClaim(SlotWriter writer, String requestId, DType dtype, long[] shape, long nbytes, long msb, long lsb,
-              long slot, MemorySegment memory) {
+    SlotClaim(SlotWriter writer) {
         this.writer = writer;
+    }
+
+    /** Points this claim at a freshly reserved slot; {@code shape} is copied. */
+    SlotClaim arm(String requestId, DType dtype, long[] shape, long nbytes, long msb, long lsb, long slot,
+                  MemorySegment memory) {
         this.requestId = requestId;
         this.dtype = dtype;
-        this.shape = shape;
+        if (this.shape.length != shape.length) {
+            this.shape = new long[shape.length];
+        }
+        System.arraycopy(shape, 0, this.shape, 0, shape.length);
         this.nbytes = nbytes;
         this.msb = msb;
         this.lsb = lsb;
         this.slot = slot;
         this.memory = memory;
+        this.ended = false;
+        this.reusable = false;
+        return this;
+    }
+
+    /** Whether this claim was published or aborted by the thread that made it (the only one that asks). */
+    boolean reusable() {
+        return reusable;
     }
 
     @Override
@@ -65,19 +86,31 @@ final class SlotClaim implements TensorClaim {
     @Override
     public TensorDescriptor publish() {
         end();
-        return writer.publish(uuid(), requestId, dtype, shape, nbytes, slot);
+        try {
+            return writer.publish(uuid(), requestId, dtype, shape.clone(), nbytes, slot);
+        } finally {
+            reusable = Thread.currentThread() == owner;
+        }
     }
 
     @Override
     public int publish(MemorySegment out, long offset) {
         end();
-        return writer.publish(msb, lsb, requestId, dtype, shape, nbytes, slot, out, offset);
+        try {
+            return writer.publish(msb, lsb, requestId, dtype, shape, nbytes, slot, out, offset);
+        } finally {
+            reusable = Thread.currentThread() == owner;
+        }
     }
 
     @Override
     public void abort() {
         end();
-        writer.abort(slot, nbytes);
+        try {
+            writer.abort(slot, nbytes);
+        } finally {
+            reusable = Thread.currentThread() == owner;
+        }
     }
 
     @Override

@@ -30,6 +30,8 @@ final class SlotWriter {
     private final InFlightTensors inFlight;
     private final SpillStore spill;
     private final TransportCounters counters;
+    /** Each thread's last claim, rearmed by its next claim once published or aborted: claims allocate nothing. */
+    private final ThreadLocal<SlotClaim> lastClaim = new ThreadLocal<>();
 
     SlotWriter(SegmentedArena arena, CapacityLadder ladder, InFlightTensors inFlight, SpillStore spill,
                TransportCounters counters) {
@@ -127,7 +129,7 @@ final class SlotWriter {
         try {
             inFlight.track(msb, lsb, slot, nbytes);
             // Exactly the tensor's bytes: a writer cannot reach another tensor's slot.
-            bytes.write(arena.segmentMemory(slot).asSlice(SegmentedArena.offset(slot), nbytes));
+            bytes.write(arena.reservedMemory(slot, nbytes));
             int length = record(msb, lsb, requestId, dtype, shape, nbytes, slot, out, offset);
             ok = true;
             return length;
@@ -150,11 +152,15 @@ final class SlotWriter {
         long lsb = uuids.lsb();
         long slot = reserveStamped(msb, lsb, nbytes);
         if (slot == SegmentedArena.FULL) {
-            return spill.claim(requestId, dtype, shape, new UUID(msb, lsb), counters, true);
+            return spill.claim(requestId, dtype, shape.clone(), new UUID(msb, lsb), counters, true);
         }
         counters.claimOpened();
-        MemorySegment memory = arena.segmentMemory(slot).asSlice(SegmentedArena.offset(slot), nbytes);
-        return new SlotClaim(this, requestId, dtype, shape, nbytes, msb, lsb, slot, memory);
+        SlotClaim claim = lastClaim.get();
+        if (claim == null || !claim.reusable()) { // the first of this thread's, or its last is still open
+            claim = new SlotClaim(this);
+            lastClaim.set(claim);
+        }
+        return claim.arm(requestId, dtype, shape, nbytes, msb, lsb, slot, arena.reservedMemory(slot, nbytes));
     }
 
     /** A claimed slot is in flight from now on: its descriptor. */

@@ -44,6 +44,8 @@ public final class MappedSegment implements AutoCloseable {
     private final Arena arena;
     private final MemorySegment memory;
     private final CloseOnce closer = new CloseOnce();
+    private static final int SLICE_CACHE_BITS = 12;
+    private final MemorySegment[] slices = new MemorySegment[1 << SLICE_CACHE_BITS];
     // Native users in the low bits, and CLOSED once closed: whoever brings it to exactly CLOSED unmaps.
     private final AtomicLong nativeUsers = new AtomicLong();
     private static final long CLOSED = 1L << 62;
@@ -244,6 +246,23 @@ public final class MappedSegment implements AutoCloseable {
     /** The whole mapping: read-write for our own segments, read-only for peers' unless opened writable. */
     public MemorySegment memory() {
         return memory;
+    }
+
+    /**
+     * Exactly {@code [offset, offset + nbytes)} of the mapping. A range asked for again (a slot's, as the
+     * allocator hands the same slots out in turn) gets the same object back from a small cache, so that a
+     * claim allocates no segment in steady state. Thread-safe: segments are immutable, and an entry is checked
+     * against the range before it is used, so a racing write only costs a new slice.
+     */
+    public MemorySegment slice(long offset, long nbytes) {
+        int i = (int) ((offset * 0x9E3779B97F4A7C15L) >>> (64 - SLICE_CACHE_BITS));
+        MemorySegment cached = slices[i];
+        if (cached != null && cached.address() == memory.address() + offset && cached.byteSize() == nbytes) {
+            return cached;
+        }
+        MemorySegment fresh = memory.asSlice(offset, nbytes);
+        slices[i] = fresh;
+        return fresh;
     }
 
     public boolean isClosed() {

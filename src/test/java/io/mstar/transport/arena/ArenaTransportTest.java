@@ -113,6 +113,62 @@ class ArenaTransportTest {
     }
 
     @Test
+    void aThreadsNextClaimReusesItsPublishedClaimAndTheShapeIsCopied() {
+        try (ArenaTransport producer = transport(config(), "p", 1);
+             ArenaTransport consumer = transport(config(), "c", 1)) {
+            long[] shape = {4, 8};
+            TensorClaim first = producer.claim("a", DType.U8, shape);
+            shape[1] = 16; // the caller's array is its own again: the claim copied it
+            first.memory().fill((byte) 1);
+            TensorDescriptor a = first.publish();
+            assertThrows(IllegalStateException.class, first::memory, "published: no more writing");
+            TensorClaim second = producer.claim("b", DType.U8, shape);
+            assertTrue(first == second, "a thread's published claim is rearmed, not allocated again");
+            second.memory().fill((byte) 2);
+            TensorClaim third = producer.claim("c", DType.U8, 3); // the second is still open: a claim of its own
+            assertTrue(third != second);
+            third.memory().fill((byte) 3);
+            TensorDescriptor c = third.publish();
+            TensorDescriptor b = second.publish();
+            assertEquals(List.of(4L, 8L), List.of(a.shape()[0], a.shape()[1]));
+            assertEquals(List.of(4L, 16L), List.of(b.shape()[0], b.shape()[1]));
+            assertEquals("b", b.requestId());
+            for (TensorDescriptor d : List.of(a, b, c)) {
+                try (ReceivedTensor in = consumer.receive(d)) {
+                    byte expected = (byte) (d == a ? 1 : d == b ? 2 : 3);
+                    for (long i = 0; i < d.nbytes(); i++) {
+                        assertEquals(expected, in.data().get(ValueLayout.JAVA_BYTE, i), d.requestId() + " byte " + i);
+                    }
+                }
+            }
+            producer.ack(List.of(a.uuid(), b.uuid(), c.uuid()));
+            assertEquals(0, producer.statsSummary().inFlight());
+        }
+    }
+
+    @Test
+    void aClaimPublishedOnAnotherThreadIsNeverReused() throws Exception {
+        try (ArenaTransport producer = transport(config(), "p", 1);
+             ArenaTransport consumer = transport(config(), "c", 1)) {
+            TensorClaim mine = producer.claim("a", DType.U8, 64);
+            mine.memory().fill((byte) 1);
+            TensorDescriptor[] a = new TensorDescriptor[1];
+            Thread other = Thread.ofPlatform().start(() -> a[0] = mine.publish());
+            other.join();
+            TensorClaim next = producer.claim("b", DType.U8, 32);
+            assertTrue(next != mine, "the thread that published it might still read it: never rearmed");
+            next.memory().fill((byte) 2);
+            TensorDescriptor b = next.publish();
+            assertEquals("a", a[0].requestId());
+            assertEquals(64, a[0].nbytes());
+            try (ReceivedTensor in = consumer.receive(a[0])) {
+                assertEquals(1, in.data().get(ValueLayout.JAVA_BYTE, 63));
+            }
+            producer.ack(List.of(a[0].uuid(), b.uuid()));
+        }
+    }
+
+    @Test
     void withGraceItWaitsForAnAckAndTakesTheFreedSlot() throws Exception {
         SplittableRandom r = new SplittableRandom(2);
         try (ArenaTransport producer = transport(config(TransportConfig.SPILL_AFTER_S, "10"), "p", 1)) {
