@@ -61,6 +61,9 @@ final class Endpoint implements TensorEndpoint {
     private final Incoming incoming = new Incoming(this); // guarded by reading
     private final Reader reader = new Reader(); // guarded by reading
     private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+    // Each thread's backoff while it awaits outcomes: one object per thread, none per wait.
+    private final ThreadLocal<IdleStrategy> outcomeWaits =
+        ThreadLocal.withInitial(() -> new BackoffIdleStrategy(16, 8, 1_000, 100_000));
     private final ThreadLocal<MemorySegment> recordBuffers =
         ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]));
     // How many times a thread with a handler polled, and when another thread last saw that count move: the
@@ -259,7 +262,8 @@ final class Endpoint implements TensorEndpoint {
             return told; // no waiting, no allocation
         }
         long deadline = System.nanoTime() + timeout.toNanos();
-        IdleStrategy backoff = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+        IdleStrategy backoff = outcomeWaits.get();
+        backoff.reset();
         while (told == 0 && System.nanoTime() - deadline < 0) {
             backoff.idle();
             told = pollOutcomes(limit);

@@ -39,6 +39,7 @@ import java.util.zip.CRC32C;
 final class UserPeer {
     private static final int MAX_SAMPLES = 1 << 22;
     private static final Duration RECEIVE_TIMEOUT = Duration.ofSeconds(1);
+    private static final Duration OUTCOME_WAIT = Duration.ofSeconds(1);
 
     private UserPeer() {
     }
@@ -110,9 +111,15 @@ final class UserPeer {
     }
 
     static void producer(String peer, String dir, double seconds) throws Exception {
-        boolean claim = !peer.equals("user-post");
+        boolean claim = !peer.startsWith("user-post");
+        boolean polled = peer.endsWith("-polled");
         Window window = new Window();
-        DeliveryListener outcomes = new DeliveryListener() { // on the thread that learns the outcome
+        DeliveryListener outcomes = new DeliveryListener() { // on the thread that learns it, or polls for it
+            @Override
+            public boolean toldWhenPolled() {
+                return polled;
+            }
+
             @Override
             public void delivered(String requestId, long uuidMsb, long uuidLsb) {
                 window.done(requestId);
@@ -131,6 +138,9 @@ final class UserPeer {
                 throw new IllegalStateException("the consumer did not start");
             }
             endpoint.prepareToSend();
+            if (polled) {
+                window.pollOn(endpoint);
+            }
             MemorySegment source = scratch.allocate(Protocol.SIZES[Protocol.SIZES.length - 1], 4096);
             for (long size : Protocol.SIZES) {
                 Tensor own = Tensor.of(DType.U8, source.asSlice(0, size), size);
@@ -162,6 +172,9 @@ final class UserPeer {
                     } else {
                         Protocol.fill(own.data(), seq);
                         endpoint.post("consumer", requestId, own);
+                    }
+                    if (polled) {
+                        endpoint.pollOutcomes(64);
                     }
                     seq++;
                 }
@@ -199,6 +212,7 @@ final class UserPeer {
         private int sampleCount; // guarded by this
         private Semaphore places;
         private int size;
+        private TensorEndpoint polled; // non-null: outcomes are polled on the producer's thread
 
         Window() {
             for (int i = 0; i < ids.length; i++) {
@@ -215,13 +229,23 @@ final class UserPeer {
             }
         }
 
+        void pollOn(TensorEndpoint endpoint) {
+            this.polled = endpoint;
+        }
+
         void measure(boolean on) {
             measuring = on;
         }
 
         // Waits for a free place; payload seq takes place seq mod 2 x window (never one still in flight).
         String take(long seq) throws InterruptedException {
-            places.acquire();
+            if (polled == null) {
+                places.acquire();
+            } else {
+                while (!places.tryAcquire()) {
+                    polled.awaitOutcomes(64, OUTCOME_WAIT);
+                }
+            }
             int place = (int) (seq % (2L * size));
             sentAt[place] = System.nanoTime();
             return ids[place];
@@ -243,7 +267,12 @@ final class UserPeer {
         }
 
         void drain() throws InterruptedException {
-            places.acquire(size);
+            while (polled != null && !places.tryAcquire(size)) {
+                polled.awaitOutcomes(64, OUTCOME_WAIT);
+            }
+            if (polled == null) {
+                places.acquire(size);
+            }
             places.release(size);
         }
 

@@ -42,7 +42,7 @@ public final class XBench {
      */
     static final List<String> NODE_PEERS = List.of("remote", "user-remote");
     /** Run only when named: arena-claim with the producer reading its own ACKs (outcomes polled on its thread). */
-    static final List<String> VARIANTS = List.of("arena-polled");
+    static final List<String> VARIANTS = List.of("arena-polled", "user-post-polled", "user-claim-polled");
     static final List<String> REFERENCES = List.of("memcpy", "fill", "crc32c");
 
     private XBench() {
@@ -209,7 +209,7 @@ public final class XBench {
                     ArenaPeer.consumer(peer, dir);
                 }
             }
-            case "user-post", "user-claim", "user-remote" -> {
+            case "user-post", "user-claim", "user-post-polled", "user-claim-polled", "user-remote" -> {
                 if (producer) {
                     UserPeer.producer(peer, dir, seconds);
                 } else {
