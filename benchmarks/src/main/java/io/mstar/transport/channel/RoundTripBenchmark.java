@@ -147,7 +147,7 @@ public class RoundTripBenchmark {
     /** As {@link #endpointPostPath()}, the tensor written in a claimed slot. */
     @Benchmark
     public long endpointClaimPath() {
-        try (TensorClaim claim = producerEndpoint.claim("request", DType.U8, bytes)) {
+        try (TensorClaim claim = producerEndpoint.claim("request", DType.U8, shape)) {
             claim.memory().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
             producerEndpoint.post("endpoint-consumer", claim);
         }
@@ -194,7 +194,7 @@ public class RoundTripBenchmark {
     @Benchmark
     public long endpointClaimPolledPath() {
         long before = matched;
-        try (TensorClaim claim = polledProducer.claim("request", DType.U8, bytes)) {
+        try (TensorClaim claim = polledProducer.claim("request", DType.U8, shape)) {
             claim.memory().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
             key = polledProducer.post("endpoint-consumer", claim);
         }
@@ -292,7 +292,7 @@ public class RoundTripBenchmark {
 
     @Benchmark
     public long recordClaimPath() {
-        try (TensorClaim claim = producer.claim("request", DType.U8, bytes)) {
+        try (TensorClaim claim = producer.claim("request", DType.U8, shape)) {
             claim.memory().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
             producerBox.records().sendDescriptorRecord("consumer", record, 0, claim.publish(record, 0));
         }
@@ -316,7 +316,7 @@ public class RoundTripBenchmark {
 
     @Benchmark
     public long claimPath() {
-        TensorClaim claim = producer.claim("request", DType.U8, bytes);
+        TensorClaim claim = producer.claim("request", DType.U8, shape);
         claim.memory().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
         producerBox.sendDescriptors("consumer", List.of(claim.publish()));
         return finish();
