@@ -69,6 +69,7 @@ abstract class Producer {
                 seq = sendOne(seq, size);
             }
             measureFrom = seq;
+            long[] costFrom = Cost.snapshot();
             long start = System.nanoTime();
             long end = start + (long) (seconds * 1e9);
             while (System.nanoTime() < end) {
@@ -76,6 +77,7 @@ abstract class Producer {
             }
             measureTo = seq;
             long elapsed = System.nanoTime() - start;
+            String cost = Cost.line("producer", size, costFrom, measureTo - measureFrom);
             long deadline = System.nanoTime() + 60_000_000_000L;
             while (!permits.tryAcquire(window, 1, TimeUnit.MILLISECONDS)) {
                 takeOutcomes();
@@ -93,6 +95,7 @@ abstract class Producer {
             System.out.printf(Locale.ROOT, "ROW %d %.1f %.4f %.2f %.2f %.2f%n", size, payloads / (elapsed / 1e9),
                 payloads * size / (elapsed / 1e9) / 1e9, percentile(sorted, 0.50) / 1e3, percentile(sorted, 0.99) / 1e3,
                 percentile(sorted, 0.999) / 1e3);
+            System.out.println(cost);
         }
     }
 

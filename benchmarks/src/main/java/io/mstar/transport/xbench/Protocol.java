@@ -55,6 +55,12 @@ final class Protocol {
         private int sizeIndex = -1;
         private long corrupted;
         private long verified;
+        // The consumer's cost per payload, measured from a second after each size's first payload to its last.
+        private static final long COST_AFTER_NS = 1_000_000_000L;
+        private long firstAt;
+        private long[] costFrom;
+        private long costFromSeq;
+        private final StringBuilder costLines = new StringBuilder();
 
         Verifier() {
             try (Arena scratch = Arena.ofConfined()) {
@@ -84,9 +90,16 @@ final class Protocol {
         /** As {@link #check(MemorySegment)}, for a payload of {@code nbytes} whose CRC32C the caller computed. */
         boolean checkCrc(long nbytes, long crcOfPayload) {
             if (nbytes != size) { // each size starts its sequence at 0
+                endOfSize();
                 size = nbytes;
                 sizeIndex = Arrays.binarySearch(SIZES, nbytes);
                 next = 0;
+                firstAt = System.nanoTime();
+                costFrom = null;
+            }
+            if (costFrom == null && System.nanoTime() - firstAt >= COST_AFTER_NS) {
+                costFrom = Cost.snapshot();
+                costFromSeq = next;
             }
             long seq = next++;
             boolean ok = sizeIndex >= 0 && crcOfPayload == expected[sizeIndex][(int) (seq % expected[sizeIndex].length)];
@@ -98,8 +111,18 @@ final class Protocol {
             return ok;
         }
 
+        // The cost of the payloads of the size that ended, from a second after its first.
+        private void endOfSize() {
+            if (costFrom != null && next > costFromSeq) {
+                costLines.append(Cost.line("consumer", size, costFrom, next - costFromSeq)).append('\n');
+            }
+        }
+
+        /** The consumer's {@code COST} lines, then its verdict. */
         String summary() {
-            return "VERIFIED " + verified + " CORRUPTED " + corrupted;
+            endOfSize();
+            costFrom = null;
+            return costLines + "VERIFIED " + verified + " CORRUPTED " + corrupted;
         }
     }
 

@@ -3,6 +3,7 @@ package io.mstar.transport.xbench;
 import io.mstar.transport.DType;
 import io.mstar.transport.Delivery;
 import io.mstar.transport.DeliveryListener;
+import io.mstar.transport.IncomingTensor;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorEndpoint;
@@ -10,7 +11,6 @@ import io.mstar.transport.TensorHandler;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Arrays;
@@ -32,9 +32,8 @@ import java.util.zip.CRC32C;
  * place and returns (the endpoint ACKs). Nothing here reaches into the library's internals or idles on its
  * behalf.
  *
- * <p>Each side also measures what it allocates per payload (every thread of its JVM, over the measured
- * part: the producer's measured seconds, the consumer's second half of each size) and prints it as an
- * {@code ALLOC} line.
+ * <p>Each side prints its {@link Cost} per payload (the producer over its measured seconds, the consumer from a
+ * second after each size's first payload).
  */
 final class UserPeer {
     private static final int MAX_SAMPLES = 1 << 22;
@@ -52,7 +51,6 @@ final class UserPeer {
                 endpoint.receive(checker, RECEIVE_TIMEOUT);
             }
         }
-        checker.report();
         System.out.println(checker.verifier.summary());
     }
 
@@ -62,28 +60,13 @@ final class UserPeer {
         final CRC32C crc = new CRC32C();
         final Map<MemorySegment, ByteBuffer> views = new IdentityHashMap<>(); // one ByteBuffer per mapping
         boolean done;
-        long size = -1;
-        long count;
-        long allocatedAtHalf;
-        long countAtHalf;
-        final StringBuilder allocLines = new StringBuilder();
 
         @Override
-        public void onTensor(io.mstar.transport.IncomingTensor tensor) {
+        public void onTensor(IncomingTensor tensor) {
             long nbytes = tensor.nbytes();
-            if (nbytes != size) {
-                endOfSize();
-                size = nbytes;
-                count = 0;
-                countAtHalf = -1;
-            }
             if (nbytes == 0) {
                 done = true;
                 return;
-            }
-            if (++count == expectedHalf(nbytes)) {
-                countAtHalf = count;
-                allocatedAtHalf = allocatedBytes();
             }
             ByteBuffer view = views.computeIfAbsent(tensor.memory(), MemorySegment::asByteBuffer);
             int from = (int) tensor.offset();
@@ -91,22 +74,6 @@ final class UserPeer {
             crc.reset();
             crc.update(view);
             verifier.checkCrc(nbytes, crc.getValue());
-        }
-
-        // Roughly the middle of a size's run: the payloads of the warm-up and the first measured second.
-        private long expectedHalf(long nbytes) {
-            return nbytes >= 16 << 20 ? 200 : nbytes >= 1 << 20 ? 2_000 : 20_000;
-        }
-
-        private void endOfSize() {
-            if (size > 0 && countAtHalf > 0 && count > countAtHalf) {
-                allocLines.append(String.format(Locale.ROOT, "ALLOC consumer %d %.2f%n", size,
-                    (double) (allocatedBytes() - allocatedAtHalf) / (count - countAtHalf)));
-            }
-        }
-
-        void report() {
-            System.out.print(allocLines);
         }
     }
 
@@ -151,14 +118,14 @@ final class UserPeer {
                 long start = 0;
                 long end = Long.MAX_VALUE;
                 long measuredFrom = -1;
-                long allocatedFrom = 0;
+                long[] costFrom = null;
                 while (true) {
                     long now = System.nanoTime();
                     if (measuredFrom < 0 && now >= warmUntil) {
                         measuredFrom = seq;
                         start = now;
                         end = now + (long) (seconds * 1e9);
-                        allocatedFrom = allocatedBytes();
+                        costFrom = Cost.snapshot();
                         window.measure(true);
                     } else if (now >= end) {
                         break;
@@ -180,14 +147,14 @@ final class UserPeer {
                 }
                 long elapsed = System.nanoTime() - start;
                 long payloads = seq - measuredFrom;
-                double allocated = (double) (allocatedBytes() - allocatedFrom) / payloads;
+                String cost = Cost.line("producer", size, costFrom, payloads);
                 window.measure(false);
                 window.drain();
                 long[] sorted = window.samples();
                 System.out.printf(Locale.ROOT, "ROW %d %.1f %.4f %.2f %.2f %.2f%n", size, payloads / (elapsed / 1e9),
                     payloads * size / (elapsed / 1e9) / 1e9, percentile(sorted, 0.50) / 1e3,
                     percentile(sorted, 0.99) / 1e3, percentile(sorted, 0.999) / 1e3);
-                System.out.printf(Locale.ROOT, "ALLOC producer %d %.2f%n", size, allocated);
+                System.out.println(cost);
             }
             window.take(0); // the end marker holds a place until its outcome
             endpoint.post("consumer", "end", Tensor.of(DType.U8, MemorySegment.NULL, 0));
@@ -281,11 +248,6 @@ final class UserPeer {
             Arrays.sort(sorted);
             return sorted;
         }
-    }
-
-    // Bytes allocated by every thread of this JVM so far.
-    private static long allocatedBytes() {
-        return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getTotalThreadAllocatedBytes();
     }
 
     private static double percentile(long[] sorted, double p) {

@@ -64,7 +64,7 @@ public final class XBench {
         // column -> size -> one {payloads/s, GB/s, p50 us, p99 us, p99.9 us} per run
         Map<String, Map<Long, List<double[]>>> results = new LinkedHashMap<>();
         long corrupted = 0;
-        Map<String, Double> allocations = new LinkedHashMap<>(); // "peer side size" -> the highest B/payload of the runs
+        Map<String, List<double[]>> costs = new LinkedHashMap<>(); // "peer side size" -> {cpu us, switches, bytes} per run
         OwnedFile workDir = OwnedFile.createDirectory(Path.of("/dev/shm"), "mstar-demo-" + Owner.newNonce());
         Process busy = Boolean.getBoolean("xbench.busy") ? start(List.of("busy")) : null;
         try {
@@ -72,7 +72,7 @@ public final class XBench {
                 for (String peer : peers) {
                     Path dir = Files.createDirectories(Path.of(workDir.path(), peer + "-" + run));
                     corrupted += pair(peer, dir, seconds, results.computeIfAbsent(peer, p -> new LinkedHashMap<>()),
-                        allocations);
+                        costs);
                     out.println("run " + run + " " + peer + " done");
                 }
                 for (String reference : REFERENCES) {
@@ -98,7 +98,7 @@ public final class XBench {
         }
         report(out, results, runs, corrupted);
         reportRuns(out, results);
-        reportAllocations(out, allocations);
+        reportCosts(out, costs);
         Files.writeString(target.resolve("results.csv"), csv(results));
         Files.writeString(target.resolve("gbps.svg"), Plot.svg(results));
         out.println("wrote target/xbench/results.csv and target/xbench/gbps.svg");
@@ -109,7 +109,7 @@ public final class XBench {
 
     // Runs one consumer and one producer JVM through every size; returns the corrupted payloads.
     private static long pair(String peer, Path dir, double seconds, Map<Long, List<double[]>> rows,
-                             Map<String, Double> allocations) throws IOException, InterruptedException {
+                             Map<String, List<double[]>> costs) throws IOException, InterruptedException {
         Process consumer = start("consumer", peer, dir, seconds);
         Process producer = null;
         try {
@@ -130,7 +130,7 @@ public final class XBench {
                         Double.parseDouble(f[2]), Double.parseDouble(f[3]), Double.parseDouble(f[4]),
                         Double.parseDouble(f[5]), Double.parseDouble(f[6])});
                 }
-                allocation(peer, line, allocations);
+                cost(peer, line, costs);
             }
             if (!producer.waitFor(60, TimeUnit.SECONDS) || producer.exitValue() != 0) {
                 throw new IllegalStateException(peer + " producer failed: exit " + producer.exitValue());
@@ -140,7 +140,7 @@ public final class XBench {
                 if (line.startsWith("VERIFIED ")) {
                     verdict = line;
                 }
-                allocation(peer, line, allocations);
+                cost(peer, line, costs);
             }
             if (!consumer.waitFor(60, TimeUnit.SECONDS) || verdict == null) {
                 throw new IllegalStateException(peer + " consumer did not finish");
@@ -154,19 +154,30 @@ public final class XBench {
         }
     }
 
-    // An "ALLOC side size bytes-per-payload" line of a user-level peer: the highest of the runs is kept.
-    private static void allocation(String peer, String line, Map<String, Double> allocations) {
-        if (line.startsWith("ALLOC ")) {
+    // A "COST side size cpu-us switches bytes" line (per payload, see Cost): one row per run.
+    private static void cost(String peer, String line, Map<String, List<double[]>> costs) {
+        if (line.startsWith("COST ")) {
             String[] f = line.split(" ");
-            allocations.merge(peer + " " + f[1] + " " + human(Long.parseLong(f[2])), Double.parseDouble(f[3]), Math::max);
+            costs.computeIfAbsent(peer + " " + f[1] + " " + human(Long.parseLong(f[2])), k -> new ArrayList<>())
+                .add(new double[] {Double.parseDouble(f[3]), Double.parseDouble(f[4]), Double.parseDouble(f[5])});
         }
     }
 
-    private static void reportAllocations(PrintStream out, Map<String, Double> allocations) {
-        if (!allocations.isEmpty()) {
-            out.printf(Locale.ROOT, "%nallocated per payload in steady state, every thread of the JVM, worst run, bytes%n");
-            allocations.forEach((cell, bytes) -> out.printf(Locale.ROOT, "  %-32s %.2f%n", cell, bytes));
+    private static void reportCosts(PrintStream out, Map<String, List<double[]>> costs) {
+        if (costs.isEmpty()) {
+            return;
         }
+        out.printf(Locale.ROOT, "%nper payload, every thread of the JVM, median (min..max) of the runs%n");
+        out.printf(Locale.ROOT, "  %-36s %-24s %-24s %s%n", "peer side size", "CPU us", "context switches",
+            "bytes allocated");
+        costs.forEach((cell, rows) -> {
+            String[] v = new String[3];
+            for (int c = 0; c < 3; c++) {
+                double[] m = stats(rows, c);
+                v[c] = String.format(Locale.ROOT, "%.3f (%.3f..%.3f)", m[0], m[1], m[2]);
+            }
+            out.printf(Locale.ROOT, "  %-36s %-24s %-24s %s%n", cell, v[0], v[1], v[2]);
+        });
     }
 
     private static Process start(String role, String peer, Path dir, double seconds) throws IOException {
