@@ -38,9 +38,10 @@ public final class XBench {
         "uds", "file");
     /**
      * Peers run only when named: the cross-node path between two directories over TCP, as the project's harness
-     * ({@code remote}) and a user's code ({@code user-remote}) drive it.
+     * ({@code remote}) and a user's code ({@code user-remote}) drive it, and TCP under TLS 1.3 ({@code tls},
+     * the peer for those two with TLS on: {@code -Dxbench.jvmArgs=-Dxbench.tlsDir=DIR}).
      */
-    static final List<String> NODE_PEERS = List.of("remote", "user-remote");
+    static final List<String> NODE_PEERS = List.of("remote", "user-remote", "tls");
     /** Run only when named: arena-claim with the producer reading its own ACKs (outcomes polled on its thread). */
     static final List<String> VARIANTS = List.of("arena-polled", "user-post-polled", "user-claim-polled");
     static final List<String> REFERENCES = List.of("memcpy", "fill", "crc32c");
@@ -225,6 +226,13 @@ public final class XBench {
                     UserPeer.producer(peer, dir, seconds);
                 } else {
                     UserPeer.consumer(peer, dir);
+                }
+            }
+            case "tls" -> {
+                if (producer) {
+                    TlsSocketPeer.producer(dir, seconds);
+                } else {
+                    TlsSocketPeer.consumer(dir);
                 }
             }
             case "aeron-ipc" -> {
