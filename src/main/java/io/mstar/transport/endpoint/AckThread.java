@@ -37,6 +37,11 @@ final class AckThread {
         }
     }
 
+    /** The thread, to recognise it. */
+    Thread thread() {
+        return thread;
+    }
+
     /** Stops the thread and waits for it, at most a second. */
     void stop() {
         stopped = true;

@@ -21,11 +21,31 @@ final class Outcomes {
     private final DeliveryListener listener; // null: outcomes only for Delivery handles
     private final OutcomeQueue polled; // non-null when the listener is told only when polled
     private final TransportConfig config;
+    // What the ACK thread learned under the endpoint's reading lock, told by it once it let go of the lock.
+    private final OutcomeQueue deferred = new OutcomeQueue();
+    private volatile Thread defersTelling;
+    private final OutcomeQueue.Teller toListener = this::tellListener; // made once: draining allocates nothing
+    private final OutcomeQueue.Teller now = this::tellNow;
 
     Outcomes(DeliveryListener listener, TransportConfig config) {
         this.listener = listener;
         this.config = config;
         this.polled = listener != null && listener.toldWhenPolled() ? new OutcomeQueue() : null;
+    }
+
+    /**
+     * From now on {@code thread} (the ACK thread) queues what it learns, to tell it in {@link #tellDeferred}
+     * after it let go of the reading lock: the sending thread that a told outcome wakes (one blocked on a window
+     * of its own) then finds the lock free and takes the ACKs that wait itself, instead of waking once per
+     * outcome while the ACK thread, preempted in the listener, holds the lock.
+     */
+    void deferTellingOn(Thread thread) {
+        this.defersTelling = thread;
+    }
+
+    /** Tells what {@link #deferTellingOn the ACK thread} learned; called by it, outside the reading lock. */
+    void tellDeferred() {
+        deferred.drain(now, Integer.MAX_VALUE);
     }
 
     /** Whether every tensor's outcome is told (to the listener), not only those with a handle. */
@@ -96,7 +116,7 @@ final class Outcomes {
             throw new IllegalStateException("this endpoint tells its outcomes as they are learned: to poll them, open"
                 + " it with a DeliveryListener whose toldWhenPolled() returns true");
         }
-        return polled.drain(listener, limit);
+        return polled.drain(toListener, limit);
     }
 
     /** The endpoint closed: every tensor still waited for fails with {@link Delivery.Failure#CLOSED}. */
@@ -133,6 +153,15 @@ final class Outcomes {
 
     private void tell(String requestId, long msb, long lsb, DeliveryHandle delivery, Delivery.Failure failure,
                       String detail) {
+        if (polled == null && Thread.currentThread() == defersTelling) {
+            deferred.add(requestId, msb, lsb, delivery, failure, detail);
+            return;
+        }
+        tellNow(requestId, msb, lsb, delivery, failure, detail);
+    }
+
+    private void tellNow(String requestId, long msb, long lsb, DeliveryHandle delivery, Delivery.Failure failure,
+                         String detail) {
         if (delivery != null) {
             if (failure == null) {
                 delivery.tensorDelivered();
@@ -141,7 +170,7 @@ final class Outcomes {
             }
         }
         if (polled != null) {
-            polled.add(requestId, msb, lsb, failure, detail);
+            polled.add(requestId, msb, lsb, null, failure, detail);
         } else if (listener != null) {
             try {
                 if (failure == null) {
@@ -152,6 +181,16 @@ final class Outcomes {
             } catch (RuntimeException e) {
                 LOG.warn("the delivery listener threw (the outcome stands): requestId={}", requestId, e);
             }
+        }
+    }
+
+    // An outcome taken from the polled queue: the handle was told when it was learned.
+    private void tellListener(String requestId, long msb, long lsb, DeliveryHandle delivery, Delivery.Failure failure,
+                              String detail) {
+        if (failure == null) {
+            listener.delivered(requestId, msb, lsb);
+        } else {
+            listener.failed(requestId, msb, lsb, failure, detail);
         }
     }
 }

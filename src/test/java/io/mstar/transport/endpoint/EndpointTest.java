@@ -115,6 +115,55 @@ class EndpointTest {
     }
 
     @Test
+    void aSenderWokenByAnOutcomeTakesTheAcksThatWaitItselfWhileTheAckThreadIsStillInTheListener() throws Exception {
+        int count = 16;
+        java.util.concurrent.CountDownLatch first = new java.util.concurrent.CountDownLatch(1);
+        Map<String, Thread> toldOn = new ConcurrentHashMap<>();
+        DeliveryListener slowOnce = new DeliveryListener() {
+            @Override
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                toldOn.put(requestId, Thread.currentThread());
+                if (requestId.equals("t-0")) {
+                    first.countDown(); // wakes the sender, as a window place it waits for would
+                    sleep(500);        // the ACK thread is preempted here, as on a busy machine
+                }
+            }
+
+            @Override
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                toldOn.put(requestId, Thread.currentThread());
+            }
+        };
+        try (TensorEndpoint consumer = TensorEndpoint.open(deployment("acks-reader"));
+             TensorEndpoint producer = TensorEndpoint.open(deployment("acks-writer"), slowOnce)) {
+            for (int i = 0; i < count; i++) {
+                producer.post("acks-reader", "t-" + i, filled(4096, i));
+            }
+            int read = 0;
+            while (read < count) { // every ACK goes back at once: they wait in the producer's mailbox together
+                read += consumer.receive(tensor -> { }, Duration.ofSeconds(10));
+            }
+            assertTrue(first.await(10, TimeUnit.SECONDS), "the first outcome was not told");
+            producer.post("acks-reader", "after", filled(4096, 99)); // the sender takes the ACKs waiting
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (toldOn.size() < count && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            long onSender = toldOn.values().stream().filter(t -> t == Thread.currentThread()).count();
+            assertEquals(count - 1, onSender, "the outcomes after the first are told on the sending thread, which"
+                + " took their ACKs while the ACK thread was in the listener; told on: " + toldOn);
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Test
     void aConsumerThatDiesBeforeAckingFailsItsTensorsWithItsName() throws Exception {
         ChildJvm child = consumer("mortal", "keep");
         try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), outcomes)) {
