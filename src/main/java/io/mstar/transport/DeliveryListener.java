@@ -5,7 +5,9 @@ import java.time.Duration;
 /**
  * Hears what became of each tensor an endpoint sent: given once to {@link TensorEndpoint#open(Deployment,
  * DeliveryListener)}. Called on the thread that learned it (the one that read the ACK, the liveness check's,
- * the sender's for a refusal); keep it short, and do not block. The delivered path allocates nothing.
+ * the sender's for a refusal); keep it short, and do not block. Two of them may call it at once (the ACK
+ * thread, and a sender that took the ACKs waiting after its post), so make it thread-safe, or have it told
+ * on one thread of yours ({@link #toldWhenPolled()}). The delivered path allocates nothing.
  */
 public interface DeliveryListener {
     /** Every consumer of the tensor ACKed it; its space is free again. */

@@ -15,8 +15,10 @@ import java.util.Optional;
  * handler gets the tensors; ACKs go to the transport on the way), a thread in {@link Delivery#await}, or,
  * when no thread of the application has read for a millisecond, a sending thread right after it sent a
  * tensor under 64 KiB (taking the ACKs already there) and the endpoint's own ACK thread (started by the first
- * send). A tensor that arrives while no handler reads is kept, in order, for the next {@code poll} or
- * {@code receive}. Outcomes are told on the thread that learns them, a sending thread included.
+ * send; it takes one message at a time and tells what it learned once it let go of the mailbox, so that a
+ * sender it wakes takes the rest itself). A tensor that arrives while no handler reads is kept, in order, for
+ * the next {@code poll} or {@code receive}. Outcomes are told on the thread that learns them, a sending
+ * thread included.
  *
  * <h2>The fast path</h2>
  * {@link #post(String, String, Tensor)} and {@link #post(String, TensorClaim)} send one tensor as its
