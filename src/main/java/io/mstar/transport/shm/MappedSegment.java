@@ -45,7 +45,7 @@ public final class MappedSegment implements AutoCloseable {
     private final MemorySegment memory;
     private final CloseOnce closer = new CloseOnce();
     private static final int SLICE_CACHE_BITS = 12;
-    private final MemorySegment[] slices = new MemorySegment[1 << SLICE_CACHE_BITS];
+    private volatile MemorySegment[] slices; // made by the first slice(): most mappings (peers', spill files) never slice
     // Native users in the low bits, and CLOSED once closed: whoever brings it to exactly CLOSED unmaps.
     private final AtomicLong nativeUsers = new AtomicLong();
     private static final long CLOSED = 1L << 62;
@@ -255,13 +255,18 @@ public final class MappedSegment implements AutoCloseable {
      * against the range before it is used, so a racing write only costs a new slice.
      */
     public MemorySegment slice(long offset, long nbytes) {
+        MemorySegment[] cache = slices;
+        if (cache == null) { // two racing threads may each make one: one is kept, the other's entries are lost
+            cache = new MemorySegment[1 << SLICE_CACHE_BITS];
+            slices = cache;
+        }
         int i = (int) ((offset * 0x9E3779B97F4A7C15L) >>> (64 - SLICE_CACHE_BITS));
-        MemorySegment cached = slices[i];
+        MemorySegment cached = cache[i];
         if (cached != null && cached.address() == memory.address() + offset && cached.byteSize() == nbytes) {
             return cached;
         }
         MemorySegment fresh = memory.asSlice(offset, nbytes);
-        slices[i] = fresh;
+        cache[i] = fresh;
         return fresh;
     }
 

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -21,6 +22,7 @@ import java.util.List;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -29,6 +31,22 @@ class MappedSegmentTest {
 
     @RegisterExtension
     final ShmTestDir shm = new ShmTestDir();
+
+    @Test
+    void aSliceAskedForAgainIsTheSameObjectAndEverySliceIsExactlyItsRange() {
+        try (MappedSegment own = MappedSegment.create(shm.path(), "slices", SIZE)) {
+            MemorySegment first = own.slice(4096, 100);
+            assertSame(first, own.slice(4096, 100), "the same range again: no new segment");
+            java.util.SplittableRandom random = new java.util.SplittableRandom(31);
+            for (int k = 0; k < 100_000; k++) { // ranges that share a cache entry get their own slices
+                long offset = random.nextLong(SIZE / 64) * 64;
+                long nbytes = 1 + random.nextLong(Math.min(SIZE - offset, 8192));
+                MemorySegment slice = own.slice(offset, nbytes);
+                assertEquals(own.memory().address() + offset, slice.address(), "offset " + offset);
+                assertEquals(nbytes, slice.byteSize(), "offset " + offset);
+            }
+        }
+    }
 
     @Test
     void createsExclusiveOwnerOnlyCommittedFileAndPeerSeesTheBytes() throws IOException {
