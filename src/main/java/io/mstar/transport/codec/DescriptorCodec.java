@@ -79,7 +79,11 @@ public final class DescriptorCodec {
     }
 
     private static int encodedLength(String requestId, String producer, int rank, String fileName) {
-        return SHAPE_OFFSET + 8 * rank + 6 + utf8Length(requestId) + producer.length() + fileName.length();
+        return encodedLength(utf8Length(requestId), producer, rank, fileName);
+    }
+
+    private static int encodedLength(int requestIdBytes, String producer, int rank, String fileName) {
+        return SHAPE_OFFSET + 8 * rank + 6 + requestIdBytes + producer.length() + fileName.length();
     }
 
     // A shape without copying it: a tensor's, a descriptor's or an array.
@@ -150,7 +154,7 @@ public final class DescriptorCodec {
             throw new IllegalArgumentException("descriptor cannot be encoded: rank=" + rank + " (max " + MAX_RANK
                 + "), requestIdBytes=" + requestIdBytes + " (max " + MAX_REQUEST_ID_BYTES + ")");
         }
-        int length = encodedLength(requestId, producer, rank, fileName);
+        int length = encodedLength(requestIdBytes, producer, rank, fileName);
         if (offset < 0 || offset + length > dst.byteSize()) {
             throw new IndexOutOfBoundsException("descriptor of " + length + " bytes does not fit at offset " + offset
                 + " of " + dst.byteSize() + " bytes");
