@@ -15,6 +15,7 @@ import io.mstar.transport.exceptions.CapacityException;
 import io.mstar.transport.exceptions.MstarTransportException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.ParentWatch;
+import io.mstar.transport.shm.MappedView;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -108,7 +109,11 @@ public final class Node {
                     for (TensorDescriptor d : batch) {
                         try (ReceivedTensor in = transport.receive(d)) {
                             long expectedCrc = Long.parseUnsignedLong(d.requestId().substring(4), 16);
-                            if (crc(in.data()) != expectedCrc) {
+                            long crc = crc(in.data());
+                            if (in instanceof MappedView view) {
+                                view.checkIntact(); // a slot reused while its bytes were read: refused, not used
+                            }
+                            if (crc != expectedCrc) {
                                 corrupted.incrementAndGet();
                                 System.out.println("CORRUPTED " + d);
                             }
