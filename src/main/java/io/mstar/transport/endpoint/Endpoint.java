@@ -60,7 +60,11 @@ final class Endpoint implements TensorEndpoint {
     private final ArrayDeque<Parked> parked = new ArrayDeque<>(); // guarded by reading
     private final Incoming incoming = new Incoming(this); // guarded by reading
     private final Reader reader = new Reader(); // guarded by reading
-    private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+    // receive's backoff: 100 yields before the first park. With 8, a consumer that parked once (a park sleeps
+    // 50 us or more, the timer's slack) let the producer fill its window and the pair settled into waking each
+    // other from parks: runs fell at random to half speed at 4 KiB and a fifth at 1 MiB (the window's slots
+    // no longer in cache). Spinning instead cost 5x beside a busy neighbour; yields give the core away.
+    private final IdleStrategy idle = new BackoffIdleStrategy(16, 100, 1_000, 100_000);
     // Each thread's backoff while it awaits outcomes: one object per thread, none per wait.
     private final ThreadLocal<IdleStrategy> outcomeWaits =
         ThreadLocal.withInitial(() -> new BackoffIdleStrategy(16, 8, 1_000, 100_000));
