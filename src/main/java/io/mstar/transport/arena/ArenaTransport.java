@@ -141,8 +141,11 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     @Override
     public int sendWritten(String requestId, DType dtype, long[] shape, TensorRecords.Writer bytes, MemorySegment out,
                            long offset) {
-        checkOpen();
-        return writer.sendWritten(requestId, dtype, shape, bytes, out, offset);
+        // A claim written and published at once: the claim is this thread's reused one, so nothing is allocated.
+        try (TensorClaim claim = claim(requestId, dtype, shape)) {
+            bytes.write(claim.memory());
+            return claim.publish(out, offset);
+        }
     }
 
     @Override

@@ -5,7 +5,6 @@ import io.mstar.transport.Placement;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
-import io.mstar.transport.TensorRecords;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.TensorUuids;
@@ -101,36 +100,6 @@ final class SlotWriter {
             int length = DescriptorCodec.encode(msb, lsb, requestId, arena.entity(), tensor, nbytes,
                 Placement.ARENA, arena.segmentName(slot), SegmentedArena.offset(slot), out, offset);
             counters.sent(nbytes);
-            ok = true;
-            return length;
-        } finally {
-            if (!ok) {
-                inFlight.release(msb, lsb, null);
-            }
-        }
-    }
-
-    /** Sends one tensor written in place by {@code bytes}, its record at {@code offset} of {@code out}; allocates nothing. */
-    int sendWritten(String requestId, DType dtype, long[] shape, TensorRecords.Writer bytes, MemorySegment out,
-                    long offset) {
-        long nbytes = Tensor.byteSize(dtype, shape);
-        TensorUuids uuids = TensorUuids.current();
-        uuids.next();
-        long msb = uuids.msb();
-        long lsb = uuids.lsb();
-        long slot = reserveStamped(msb, lsb, nbytes);
-        if (slot == SegmentedArena.FULL) {
-            try (TensorClaim file = spill.claim(requestId, dtype, shape, new UUID(msb, lsb), counters, true)) {
-                bytes.write(file.memory());
-                return file.publish(out, offset);
-            }
-        }
-        boolean ok = false;
-        try {
-            inFlight.track(msb, lsb, slot, nbytes);
-            // Exactly the tensor's bytes: a writer cannot reach another tensor's slot.
-            bytes.write(arena.reservedMemory(slot, nbytes));
-            int length = record(msb, lsb, requestId, dtype, shape, nbytes, slot, out, offset);
             ok = true;
             return length;
         } finally {
