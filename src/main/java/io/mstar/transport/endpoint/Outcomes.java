@@ -173,18 +173,14 @@ final class Outcomes {
             polled.add(requestId, msb, lsb, null, failure, detail);
         } else if (listener != null) {
             try {
-                if (failure == null) {
-                    listener.delivered(requestId, msb, lsb);
-                } else {
-                    listener.failed(requestId, msb, lsb, failure, detail);
-                }
+                tellListener(requestId, msb, lsb, null, failure, detail);
             } catch (RuntimeException e) {
                 LOG.warn("the delivery listener threw (the outcome stands): requestId={}", requestId, e);
             }
         }
     }
 
-    // An outcome taken from the polled queue: the handle was told when it was learned.
+    // The listener's part of an outcome (for one taken from the polled queue, the handle was told when learned).
     private void tellListener(String requestId, long msb, long lsb, DeliveryHandle delivery, Delivery.Failure failure,
                               String detail) {
         if (failure == null) {
