@@ -169,9 +169,12 @@ public interface TensorEndpoint extends AutoCloseable {
      * What an endpoint's mailbox refused or skipped since it opened: records of impossible length or type in
      * its ring ({@code garbageRecords}), messages that could not be decoded or whose listener threw
      * ({@code badMessages}), and records skipped because their writer died or held them past the bound
-     * ({@code unblocks}). All zero in a healthy deployment.
+     * ({@code unblocks}), all zero in a healthy deployment; and what waits in it unread now: messages
+     * ({@code unreadMessages}) and the ACKs among them ({@code unreadAcks}, refusals included). ACKs that stay
+     * unread while tensors are in flight mean no thread reads the mailbox: see
+     * {@link TransportStats#oldestInFlightNs()}.
      */
-    record MailboxStats(long garbageRecords, long badMessages, long unblocks) {
+    record MailboxStats(long garbageRecords, long badMessages, long unblocks, long unreadMessages, long unreadAcks) {
     }
 
     /** The cross-node path's counters, when {@code MSTAR_REMOTE_*} is set. */

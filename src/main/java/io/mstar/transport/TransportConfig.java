@@ -41,6 +41,8 @@ import java.util.function.Function;
  * @param statsInterval     {@value #STATS_INTERVAL_S}: period of the stats log line when stats logging is on
  * @param publishStats      {@value #STATS_PUBLISH}: each arena publishes its stats snapshot for {@code mstar-shm stats}
  * @param reclaimInterval   {@value #RECLAIM_INTERVAL_S}: how often this process sweeps dead owners' files; zero is off
+ * @param stallWarn         {@value #STALL_WARN_S}: warn once when a tensor waits this long for its ACK while its
+ *                          consumer lives; zero is off
  * @param shmDir            {@value #SHM_DIR}: where segments, spill files and mailboxes live
  * @param deploymentToken   {@value #DEPLOYMENT_TOKEN}: per-launch token mixed into the namespace, or null
  * @param cudartPath        {@value #CUDART}: the CUDA runtime library to load, or null to search for it
@@ -59,6 +61,7 @@ public record TransportConfig(
     Duration statsInterval,
     boolean publishStats,
     Duration reclaimInterval,
+    Duration stallWarn,
     Path shmDir,
     String deploymentToken,
     String cudartPath,
@@ -104,6 +107,13 @@ public record TransportConfig(
     public static final String RECLAIM_INTERVAL_S = "MSTAR_SHM_RECLAIM_INTERVAL_S";
     public static final Duration RECLAIM_INTERVAL_DEFAULT = Duration.ofSeconds(30);
     /**
+     * This library's own knob (M* has none): a tensor that waits this long for its ACK while its consumer lives
+     * is a stall (an ACK nobody reads, a consumer that stopped handling): one WARN names it, seconds, {@code 0}
+     * off.
+     */
+    public static final String STALL_WARN_S = "MSTAR_SHM_STALL_WARN_S";
+    public static final Duration STALL_WARN_DEFAULT = Duration.ofSeconds(10);
+    /**
      * Where segments, spill files and mailboxes live: an absolute directory. Unset: a directory of this
      * user's own, {@code /dev/shm/mstar-<uid>} (see {@link #defaultShmDir()}).
      */
@@ -136,6 +146,7 @@ public record TransportConfig(
         Objects.requireNonNull(slotTtl, "slotTtl");
         Objects.requireNonNull(statsInterval, "statsInterval");
         Objects.requireNonNull(reclaimInterval, "reclaimInterval");
+        Objects.requireNonNull(stallWarn, "stallWarn");
         Objects.requireNonNull(shmDir, "shmDir");
         Objects.requireNonNull(remote, "remote");
     }
@@ -161,6 +172,7 @@ public record TransportConfig(
             r.seconds(STATS_INTERVAL_S, STATS_INTERVAL_DEFAULT, false),
             r.flag(STATS_PUBLISH, STATS_PUBLISH_DEFAULT),
             r.seconds(RECLAIM_INTERVAL_S, RECLAIM_INTERVAL_DEFAULT, true),
+            r.seconds(STALL_WARN_S, STALL_WARN_DEFAULT, true),
             r.directory(SHM_DIR, defaultShmDir()),
             r.text(DEPLOYMENT_TOKEN),
             r.text(CUDART),
@@ -204,6 +216,7 @@ public record TransportConfig(
         values.put(STATS_INTERVAL_S, seconds(statsInterval));
         values.put(STATS_PUBLISH, publishStats ? "1" : "0");
         values.put(RECLAIM_INTERVAL_S, seconds(reclaimInterval));
+        values.put(STALL_WARN_S, seconds(stallWarn));
         values.put(SHM_DIR, shmDir.toString());
         values.put(DEPLOYMENT_TOKEN, deploymentToken == null ? "unset" : "set");
         values.put(CUDART, cudartPath == null ? "search" : cudartPath);

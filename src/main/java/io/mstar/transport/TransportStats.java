@@ -8,6 +8,7 @@ package io.mstar.transport;
  * @param tensorsSent        tensors sent since start (arena slots and spill files)
  * @param bytesSent          their bytes
  * @param inFlight           tensors sent and not yet ACKed
+ * @param oldestInFlightNs   how long the tensor in flight longest has waited for its ACK (0 when none; arena slots)
  * @param spills             tensors that went to a spill file because the arena was full
  * @param spillBytes         their bytes
  * @param backpressureWaits  sends that waited on a full arena for ACKs
@@ -39,6 +40,7 @@ public record TransportStats(
     long tensorsSent,
     long bytesSent,
     long inFlight,
+    long oldestInFlightNs,
     long spills,
     long spillBytes,
     long backpressureWaits,
@@ -63,7 +65,7 @@ public record TransportStats(
     /** One {@code key=value} line for logs. */
     public String toLogLine() {
         return "transport=" + transport + " tensorsSent=" + tensorsSent + " bytesSent=" + bytesSent
-            + " inFlight=" + inFlight + " spills=" + spills + " spillBytes=" + spillBytes
+            + " inFlight=" + inFlight + " oldestInFlightMs=" + oldestInFlightNs / 1_000_000 + " spills=" + spills + " spillBytes=" + spillBytes
             + " backpressureWaits=" + backpressureWaits + " backpressureWaitMs=" + backpressureWaitNs / 1_000_000
             + " acks=" + acks + " refusals=" + refusals + " unknownAcks=" + unknownAcks + " ignoredAcks=" + ignoredAcks
             + " partiallyAcked=" + partiallyAcked + " ttlReclaims=" + ttlReclaims

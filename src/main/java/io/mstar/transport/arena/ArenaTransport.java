@@ -35,6 +35,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.function.Supplier;
 
 /**
  * The arena transport: a tensor lands once in a slot of this process's {@link SegmentedArena}, its
@@ -71,6 +72,7 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     private final ObjectName jmxName;
     private final CloseOnce closer = new CloseOnce();
     private volatile TensorFates fates = TensorFates.NONE;
+    private volatile Supplier<? extends Record> mailboxStats; // published beside ours, when an endpoint owns us
 
     /**
      * Opens an arena transport for a process of the deployment.
@@ -114,6 +116,10 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
         if (logStats) {
             maintenance.every(0, Math.max(1, config.statsInterval().toMillis()),
                 () -> LOG.info("arena stats: {}", statsSummary().toLogLine()));
+        }
+        if (!config.stallWarn().isZero()) {
+            StallWatch stalls = new StallWatch(inFlight, consumers::isAlive, config.stallWarn(), arena.entity());
+            maintenance.every(StallWatch.CHECK_INTERVAL_MS, StallWatch.CHECK_INTERVAL_MS, stalls::check);
         }
         if (!config.slotTtl().isZero()) {
             long periodMs = Math.max(10, Math.min(1000, config.slotTtl().toMillis() / 2));
@@ -304,17 +310,30 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
         String line = snapshot.toLogLine();
         try {
             String map = arena.occupancyMap(MAP_CELLS);
+            Supplier<? extends Record> mailbox = mailboxStats;
+            Record box = mailbox == null ? null : mailbox.get();
             // A line for people, then the same snapshot as JSON for machines (mstar-shm stats --json).
-            stats.write(line + " segmentMap=" + map + "\n{\"stats\":" + StatsJson.of(snapshot) + ",\"segmentMap\":"
-                + StatsJson.strings(List.of(map.split(","))) + "}");
+            stats.write(line + (box == null ? "" : " " + StatsJson.logFields("mailbox.", box)) + " segmentMap=" + map
+                + "\n{\"stats\":" + StatsJson.of(snapshot) + (box == null ? "" : ",\"mailbox\":" + StatsJson.of(box))
+                + ",\"segmentMap\":" + StatsJson.strings(List.of(map.split(","))) + "}");
         } catch (RuntimeException e) {
             LOG.debug("stats file not written: {}", e.toString());
         }
     }
 
+    /**
+     * Publishes {@code mailbox}'s snapshot beside this transport's in its stats file ({@code mstar-shm stats}):
+     * the endpoint that owns this transport gives its mailbox's.
+     */
+    public void publishMailboxStats(Supplier<? extends Record> mailbox) {
+        this.mailboxStats = mailbox;
+    }
+
     @Override
     public TransportStats statsSummary() {
-        return counters.snapshot("arena", arena.stats(), inFlight.count(), fanOut.partiallyAcked(), peers.mapped(),
+        InFlightTensors.Oldest oldest = inFlight.oldest();
+        return counters.snapshot("arena", arena.stats(), inFlight.count(),
+            oldest == null ? 0 : System.nanoTime() - oldest.sentAtNs(), fanOut.partiallyAcked(), peers.mapped(),
             device.pinnedBytes(), device.pinnedSegments(), device.cudaSummary());
     }
 

@@ -90,6 +90,12 @@ final class ConsumerWatch implements ConsumerLiveness {
         }
     }
 
+    /** Whether a consumer (a liveness key) lives, as far as the check set by {@link #watch} says; true without one. */
+    boolean isAlive(String consumer) {
+        Predicate<String> check = alive;
+        return check == null || check.test(consumer);
+    }
+
     void reportFatesTo(TensorFates reportTo) {
         this.fates = reportTo;
     }

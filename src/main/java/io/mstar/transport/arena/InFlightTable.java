@@ -58,6 +58,33 @@ final class InFlightTable extends UuidTable {
         void held(long msb, long lsb, String holder);
     }
 
+    /** The index of the entry sent first, or -1 when empty: O(capacity), for stats and the stall check. */
+    int oldest() {
+        int oldest = -1;
+        for (int i = 0; i < capacity(); i++) {
+            if (used(i) && (oldest < 0 || sentAt[i] - sentAt[oldest] < 0)) {
+                oldest = i;
+            }
+        }
+        return oldest;
+    }
+
+    long sentAt(int i) {
+        return sentAt[i];
+    }
+
+    String holder(int i) {
+        return holders[i];
+    }
+
+    long uuidMsb(int i) {
+        return msb(i);
+    }
+
+    long uuidLsb(int i) {
+        return lsb(i);
+    }
+
     boolean contains(long msb, long lsb) {
         return find(msb, lsb) >= 0;
     }

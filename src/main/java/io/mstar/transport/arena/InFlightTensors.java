@@ -193,6 +193,18 @@ final class InFlightTensors implements SlotHolds {
         return inArena || spill.isInFlight(uuid);
     }
 
+    /** A tensor in a slot that waits for its ACK, as seen by the stall check. */
+    record Oldest(UUID uuid, long sentAtNs, String holder) {
+    }
+
+    /** The tensor in a slot that was sent first and is not freed yet, or null. */
+    Oldest oldest() {
+        synchronized (slots) {
+            int i = slots.oldest();
+            return i < 0 ? null : new Oldest(new UUID(slots.uuidMsb(i), slots.uuidLsb(i)), slots.sentAt(i), slots.holder(i));
+        }
+    }
+
     /** Tensors in flight: slots and spill files. */
     int count() {
         synchronized (slots) {

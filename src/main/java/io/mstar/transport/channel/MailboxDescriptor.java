@@ -6,11 +6,11 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  * The layout of a mailbox file, which its receiver creates and every sender maps read-write.
  *
  * <pre>
- *   0                    RING_BYTES          RING_FILE_BYTES          WRITERS_OFFSET             FILE_BYTES
- *   +--------------------+-------------------+------------------------+--------------------------+
- *   | Agrona ring buffer | Agrona's trailer  | u64 incarnation, pad   | WRITERS writer slots,    |
- *   | (records)          | (positions)       | to 64 bytes            | one byte each            |
- *   +--------------------+-------------------+------------------------+--------------------------+
+ *   0                    RING_BYTES          RING_FILE_BYTES                          WRITERS_OFFSET           FILE_BYTES
+ *   +--------------------+-------------------+----------------------------------------+------------------------+
+ *   | Agrona ring buffer | Agrona's trailer  | u64 incarnation | u32 sleeping | pad   | WRITERS writer slots,  |
+ *   | (records)          | (positions)       |                 |              |       | one byte each          |
+ *   +--------------------+-------------------+----------------------------------------+------------------------+
  * </pre>
  *
  * <ul>
@@ -22,6 +22,8 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *       byte and drops the lock when it unmaps. The kernel drops the lock when the sender dies, so a slot
  *       that reads 1 and that nobody locks belongs to a dead sender. Only then may the receiver skip a
  *       record that was claimed and never committed: a slow or frozen sender keeps its records.</li>
+ *   <li>The receiver's threads that wait for a message set {@code sleeping} to 1 and sleep on it (a futex); a
+ *       sender that committed a record and reads 1 there sets it to 0 and wakes them ({@link Doorbell}).</li>
  * </ul>
  */
 final class MailboxDescriptor {
@@ -30,6 +32,7 @@ final class MailboxDescriptor {
     /** What Agrona's ring buffer spans: the ring and its trailer. */
     static final int RING_FILE_BYTES = RING_BYTES + RingBufferDescriptor.TRAILER_LENGTH;
     static final int INCARNATION_OFFSET = RING_FILE_BYTES;
+    static final int SLEEPING_OFFSET = INCARNATION_OFFSET + Long.BYTES;
     static final int WRITERS_OFFSET = INCARNATION_OFFSET + 64;
     /** Senders that can register at once; past that a sender writes unregistered (and says so once). */
     static final int WRITERS = 1024;

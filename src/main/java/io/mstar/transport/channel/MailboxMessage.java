@@ -6,6 +6,7 @@ import io.mstar.transport.TensorDescriptor;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.DescriptorFormatException;
 import io.mstar.transport.naming.ShmNames;
+import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.MessageHandler;
 
@@ -49,6 +50,12 @@ final class MailboxMessage {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private MailboxMessage() {
+    }
+
+    /** The item count in a message's header, or 0 when its sender name does not fit the message. */
+    static int items(DirectBuffer buffer, int index, int length) {
+        int n = Byte.toUnsignedInt(buffer.getByte(index));
+        return length < 1 + n + 2 ? 0 : Short.toUnsignedInt(buffer.getShort(index + 1 + n, ByteOrder.LITTLE_ENDIAN));
     }
 
     /**

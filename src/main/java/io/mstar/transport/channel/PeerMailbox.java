@@ -22,6 +22,7 @@ final class PeerMailbox {
     final String entity;
     final MappedSegment file;
     final ManyToOneRingBuffer ring;
+    final Doorbell doorbell;
     final long incarnation;
     private final int probeFd;
     private final int writerSlot; // -1 when every slot was taken
@@ -33,6 +34,7 @@ final class PeerMailbox {
         this.entity = entity;
         this.file = file;
         this.ring = ring(file);
+        this.doorbell = new Doorbell(file.memory());
         this.incarnation = incarnation;
         this.probeFd = probeFd;
         this.writerSlot = register(file, probeFd);

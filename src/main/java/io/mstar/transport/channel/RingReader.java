@@ -106,6 +106,43 @@ final class RingReader {
         return messages;
     }
 
+    /**
+     * Whether a committed record waits at the head: for a thread about to sleep, which may call it while another
+     * one reads (it looks at the head position the reader published, and a stale answer costs one more look).
+     */
+    boolean hasMessage() {
+        long published = buffer.getLongVolatile(headPositionIndex);
+        return inGarbage || buffer.getIntVolatile((int) published & (capacity - 1)) > 0;
+    }
+
+    /**
+     * What waits unread between the head the reader published and the writers' tail, as {messages, ACKs}: for the
+     * operator's stats, from any thread. It only reads, and stops at the first record it cannot step over (one
+     * not committed, or garbage), so it may count short while the reader moves; it never reads outside the ring.
+     */
+    long[] unread() {
+        long position = buffer.getLongVolatile(headPositionIndex);
+        long tail = buffer.getLongVolatile(tailPositionIndex);
+        long messages = 0;
+        long acks = 0;
+        while (tail - position > 0 && tail - position <= capacity) {
+            int index = (int) position & (capacity - 1);
+            int length = buffer.getIntVolatile(index);
+            if (!fits(length, capacity - index)) {
+                break;
+            }
+            int type = buffer.getInt(index + 4);
+            if (type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS || type == MailboxMessage.REFUSALS) {
+                messages++;
+                if (type != MailboxMessage.DESCRIPTORS) {
+                    acks += MailboxMessage.items(buffer, index + HEADER_LENGTH, length - HEADER_LENGTH);
+                }
+            }
+            position += align(length);
+        }
+        return new long[] {messages, acks};
+    }
+
     /** Records skipped because their length or type was impossible. */
     long skippedRecords() {
         return skippedRecords;

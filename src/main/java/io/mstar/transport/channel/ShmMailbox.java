@@ -25,8 +25,6 @@ import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
 import org.slf4j.Logger;
@@ -45,6 +43,7 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
+import java.util.function.BooleanSupplier;
 import java.util.function.ToIntFunction;
 
 /**
@@ -88,6 +87,20 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      */
     static final long STUCK_CLAIM_MS = 3000;
     private static final long SEND_TIMEOUT_NS = 30_000_000_000L;
+    /** Looks at an empty ring, a pause between two, before a waiting thread yields. */
+    static final int SPINS_BEFORE_SLEEP = 20;
+    /**
+     * Yields before a waiting thread sleeps: on a quiet machine a yield hands the core to this process's other
+     * thread (the producer, the ACK thread) for a moment and the message often comes meanwhile, cheaper than a
+     * sleep and a wake. On a busy one a yield hands it to a neighbour for a whole time slice: a yield that took
+     * {@value #BUSY_YIELD_NS} ns or more turns yields off, in this process, for {@value #YIELDS_OFF_NS} ns.
+     */
+    static final int YIELDS_BEFORE_SLEEP = 100;
+    static final long BUSY_YIELD_NS = 500_000;
+    static final long YIELDS_OFF_NS = 100_000_000L;
+    private static volatile long yieldsOffUntil = System.nanoTime();
+    /** The longest sleep of a waiting thread: it then looks again (a dead sender's claim, a closing mailbox). */
+    static final long MAX_SLEEP_MS = 100;
 
     private final Deployment deployment; // the namespace descriptors are decoded against
     private final Path dir;
@@ -98,9 +111,9 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     private volatile ConsumerLiveness producer; // told which consumer each descriptor batch went to
     private final ManyToOneRingBuffer inbox;
     private final RingReader inboxReader; // reads the ring believing none of its lengths
+    private final Doorbell doorbell; // our readers sleep on it; senders ring it
     private final PeerMailboxes peers;
     private final Refusals refusals;
-    private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
     // One message buffer per sending thread, as large as any peer's largest message: sends allocate none.
     private final ThreadLocal<Outbox> outboxes = ThreadLocal.withInitial(Outbox::allocate);
     private final byte[] entityAscii; // the sender name every message starts with
@@ -133,6 +146,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         this.peers = new PeerMailboxes(dir, namespace, entity);
         this.inbox = PeerMailbox.ring(file);
         this.inboxReader = new RingReader(inbox);
+        this.doorbell = new Doorbell(file.memory());
         this.refusals = new Refusals(entity);
         this.deadWriters = new DeadWriters(inbox, file, entity);
         long incarnation;
@@ -427,6 +441,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     private void flush(PeerMailbox peer, int type, Outbox out, int count) {
         MailboxMessage.finish(out.message, entityAscii.length, count);
         if (peer.ring.write(type, out.buffer, 0, out.message.position())) {
+            peer.doorbell.ring();
             return; // the common case reads no clock: a clock read costs as much as the write on some VMs
         }
         long start = System.nanoTime();
@@ -449,6 +464,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
             }
             Thread.onSpinWait();
         }
+        peer.doorbell.ring();
     }
 
     /**
@@ -530,13 +546,69 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     @Override
     public int receive(Listener listener, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        idle.reset();
         while (true) {
             int read = poll(listener, 64);
-            if (read > 0 || System.nanoTime() > deadline) {
+            long left = deadline - System.nanoTime();
+            if (read > 0 || left <= 0) {
                 return read;
             }
-            idle.idle();
+            awaitMessage(left, () -> false);
+        }
+    }
+
+    /**
+     * Waits, without using a CPU, until a message may wait in this mailbox, {@code ready} holds, or
+     * {@code timeoutNs} passes (at most {@value #MAX_SLEEP_MS} ms at a time); after a short spin, in case one
+     * comes at once. Any thread may wait; returns early on a wake, and the caller polls again.
+     */
+    public void awaitMessage(long timeoutNs, BooleanSupplier ready) {
+        if (!tryEnter()) {
+            return; // closing: the caller's next poll says so
+        }
+        try {
+            if (spinAndYield(ready)) {
+                return;
+            }
+            doorbell.prepareToSleep();
+            if (!inboxReader.hasMessage() && !ready.getAsBoolean() && !closer.isClosed()) {
+                doorbell.sleep(Math.min(timeoutNs, MAX_SLEEP_MS * 1_000_000L));
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    // Called between enter() and exit(): whether a message or `ready` came while it spun, then yielded.
+    private boolean spinAndYield(BooleanSupplier ready) {
+        for (int i = 0; i < SPINS_BEFORE_SLEEP; i++) {
+            if (inboxReader.hasMessage() || ready.getAsBoolean()) {
+                return true;
+            }
+            Thread.onSpinWait();
+        }
+        for (int i = 0; i < YIELDS_BEFORE_SLEEP && System.nanoTime() - yieldsOffUntil > 0 && !closer.isClosed(); i++) {
+            if (inboxReader.hasMessage() || ready.getAsBoolean()) {
+                return true;
+            }
+            long before = System.nanoTime();
+            Thread.yield();
+            long after = System.nanoTime();
+            if (after - before > BUSY_YIELD_NS) { // another thread took the core for a time slice: the machine is busy
+                yieldsOffUntil = after + YIELDS_OFF_NS;
+                break;
+            }
+        }
+        return false;
+    }
+
+    /** Wakes this mailbox's waiting threads: something they wait for came another way (another node, an outcome). */
+    public void wake() {
+        if (tryEnter()) {
+            try {
+                doorbell.ring();
+            } finally {
+                exit();
+            }
         }
     }
 
@@ -586,7 +658,15 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
 
     /** The counts below, together. */
     public TensorEndpoint.MailboxStats stats() {
-        return new TensorEndpoint.MailboxStats(garbageRecords(), badMessages(), unblocks());
+        long[] unread = {0, 0};
+        if (tryEnter()) {
+            try {
+                unread = inboxReader.unread();
+            } finally {
+                exit();
+            }
+        }
+        return new TensorEndpoint.MailboxStats(garbageRecords(), badMessages(), unblocks(), unread[0], unread[1]);
     }
 
     /** Messages that could not be decoded or whose listener threw. */
@@ -621,7 +701,8 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         awaitDispatch();
         peers.stopMapping();
         ShutdownCleanup.unregister(this);
-        while (inRing.get() > 0) { // each holder leaves within one ring operation or one write attempt
+        while (inRing.get() > 0) { // each holder leaves within one ring operation, one write attempt or one wake
+            doorbell.wakeAll();
             Thread.onSpinWait();
         }
         peers.closeAll();

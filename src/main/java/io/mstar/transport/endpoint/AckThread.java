@@ -1,51 +1,70 @@
 package io.mstar.transport.endpoint;
 
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
+import io.mstar.transport.posix.Sleeps;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 import java.util.function.IntSupplier;
 
 /**
- * An endpoint's ACK thread, started with its first send: it reads the mailbox when the application has not
- * for a while ({@code readAcksIfIdle}), so frees and outcomes never wait on the application's polling.
+ * An endpoint's ACK thread, started with its first send: it reads the mailbox when the application does not
+ * ({@code ackThreadRound}), so frees and outcomes never wait on the application's polling. With nothing to read
+ * it sleeps on the mailbox ({@link MessageWait}) until a consumer's ACK wakes it: idle, it costs nothing; while
+ * the application reads the mailbox itself, it looks again only every {@value Endpoint#IDLE_READ_NS} ns.
  */
 final class AckThread {
     private static final Logger LOG = LoggerFactory.getLogger(AckThread.class);
+    /** The longest sleep between two looks at an idle mailbox. */
+    static final long IDLE_SLEEP_NS = 100_000_000L;
+    /** How long it waits for another thread that reads the mailbox for a moment (a sender after its post). */
+    static final long BUSY_PARK_NS = 20_000;
+
+    /** What a round returns when the application reads the mailbox now: the ACK thread stands aside. */
+    static final int APPLICATION_READS = -1;
+    /** What a round returns when another thread holds the mailbox for a moment. */
+    static final int BUSY = -2;
 
     private final Thread thread;
+    private final MessageWait wait;
     private volatile boolean stopped;
+    private final BooleanSupplier isStopped = () -> stopped; // made once: a wait allocates nothing
 
-    AckThread(String entity, IntSupplier readAcksIfIdle) {
-        this.thread = Thread.ofPlatform().daemon().name("mstar-acks-" + entity).start(() -> run(readAcksIfIdle));
+    /** @param round reads what waits; returns the messages read, {@link #APPLICATION_READS} or {@link #BUSY} */
+    AckThread(String entity, IntSupplier round, MessageWait wait) {
+        this.wait = wait;
+        this.thread = Thread.ofPlatform().daemon().name("mstar-acks-" + entity).start(() -> run(round, wait));
     }
 
-    private void run(IntSupplier readAcksIfIdle) {
-        IdleStrategy backoff = new BackoffIdleStrategy(16, 8, 1_000, 100_000); // the mailbox's own receive backoff
+    private void run(IntSupplier round, MessageWait wait) {
+        Sleeps.setTimerSlackNs(1_000); // its short parks end on time, not 50 us late
         while (!stopped) {
-            int read = 0;
+            int read;
             try {
-                read = readAcksIfIdle.getAsInt();
+                read = round.getAsInt();
             } catch (IllegalStateException e) {
                 LOG.debug("the ACK thread stops, the mailbox is closed: {}", e.getMessage()); // by close() or at exit
                 return;
             } catch (RuntimeException e) {
                 LOG.warn("the ACK thread could not read the mailbox", e);
+                read = 0;
             }
-            backoff.idle(read);
+            if (read == APPLICATION_READS) {
+                LockSupport.parkNanos(Endpoint.IDLE_READ_NS);
+            } else if (read == BUSY) {
+                LockSupport.parkNanos(BUSY_PARK_NS);
+            } else if (read == 0) {
+                wait.awaitMessage(IDLE_SLEEP_NS, isStopped);
+            }
         }
-    }
-
-    /** The thread, to recognise it. */
-    Thread thread() {
-        return thread;
     }
 
     /** Stops the thread and waits for it, at most a second. */
     void stop() {
         stopped = true;
         thread.interrupt();
+        wait.wake();
         try {
             thread.join(1000);
         } catch (InterruptedException e) {

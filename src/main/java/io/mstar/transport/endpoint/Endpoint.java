@@ -21,8 +21,6 @@ import io.mstar.transport.exceptions.PeerRejectedException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.exceptions.StaleTensorException;
 import io.mstar.transport.remote.RoutedMailbox;
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,6 +32,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 
 /**
  * The {@link TensorEndpoint}: a transport and a mailbox, the reading lock over the mailbox (see the
@@ -60,14 +59,13 @@ final class Endpoint implements TensorEndpoint {
     private final ArrayDeque<Parked> parked = new ArrayDeque<>(); // guarded by reading
     private final Incoming incoming = new Incoming(this); // guarded by reading
     private final Reader reader = new Reader(); // guarded by reading
-    // receive's backoff: 100 yields before the first park. With 8, a consumer that parked once (a park sleeps
-    // 50 us or more, the timer's slack) let the producer fill its window and the pair settled into waking each
-    // other from parks: runs fell at random to half speed at 4 KiB and a fifth at 1 MiB (the window's slots
-    // no longer in cache). Spinning instead cost 5x beside a busy neighbour; yields give the core away.
-    private final IdleStrategy idle = new BackoffIdleStrategy(16, 100, 1_000, 100_000);
-    // Each thread's backoff while it awaits outcomes: one object per thread, none per wait.
-    private final ThreadLocal<IdleStrategy> outcomeWaits =
-        ThreadLocal.withInitial(() -> new BackoffIdleStrategy(16, 8, 1_000, 100_000));
+    // A thread that waits for the mailbox (receive, awaitOutcomes, the ACK thread) spins a moment, then sleeps
+    // on the mailbox's futex until a sender's write wakes it (MessageWait). Parks slept 50 us or more past their
+    // time (the timer's slack), and yields handed the core to a busy neighbour for its whole time slice.
+    private final MessageWait wait;
+    private volatile boolean anyParked; // whether parked holds records: a thread in receive need not sleep
+    private final BooleanSupplier recordsParked = () -> anyParked; // made once: a wait allocates nothing
+    private final BooleanSupplier outcomesDecided;
     private final ThreadLocal<MemorySegment> recordBuffers =
         ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]));
     // How many times a thread with a handler polled, and when another thread last saw that count move: the
@@ -85,11 +83,17 @@ final class Endpoint implements TensorEndpoint {
         this.channel = channel;
         this.records = channel.records();
         this.outcomes = new Outcomes(listener, deployment.config());
+        this.outcomesDecided = outcomes::anyDecided;
+        this.wait = MessageWait.of(channel);
+        if (transport instanceof ArenaTransport arena) {
+            arena.publishMailboxStats(() -> mailbox().stats());
+        }
         if (transport instanceof TensorFates.Source source) {
             source.reportFatesTo(new TensorFates() {
                 @Override
                 public void freed(long uuidMsb, long uuidLsb, Fate fate, String consumer) {
                     outcomes.freed(uuidMsb, uuidLsb, fate, consumer);
+                    tellDecidedUnlessReading(); // a reader tells once it lets go of the mailbox
                 }
 
                 @Override
@@ -101,7 +105,7 @@ final class Endpoint implements TensorEndpoint {
         if (channel instanceof RoutedMailbox routed) { // a remote node refused one: reported and freed at once
             routed.onRefused((consumer, msb, lsb, why) -> {
                 outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, why);
-                transport.records().refused(consumer, msb, lsb);
+                transport.records().refused(consumer, msb, lsb); // decides it (freed)
             });
         }
     }
@@ -253,7 +257,7 @@ final class Endpoint implements TensorEndpoint {
                 appPolls = appPolls + 1; // the application reads: the ACK thread stands aside
                 records.pollRecords(reader, 64);
             } finally {
-                reading.unlock();
+                unlockReading();
             }
         }
         return outcomes.poll(limit);
@@ -266,10 +270,9 @@ final class Endpoint implements TensorEndpoint {
             return told; // no waiting, no allocation
         }
         long deadline = System.nanoTime() + timeout.toNanos();
-        IdleStrategy backoff = outcomeWaits.get();
-        backoff.reset();
-        while (told == 0 && System.nanoTime() - deadline < 0) {
-            backoff.idle();
+        long left;
+        while (told == 0 && (left = deadline - System.nanoTime()) > 0) {
+            wait.awaitMessage(left, outcomesDecided); // an ACK for this thread to read, or outcomes another decided
             told = pollOutcomes(limit);
         }
         return told;
@@ -286,6 +289,7 @@ final class Endpoint implements TensorEndpoint {
             int read = 0;
             while (read < limit && !parked.isEmpty()) {
                 Parked p = parked.poll();
+                anyParked = !parked.isEmpty();
                 read++;
                 dispatch(p.from(), MemorySegment.ofArray(p.record()), 0, p.record().length, handler);
             }
@@ -299,20 +303,20 @@ final class Endpoint implements TensorEndpoint {
             }
             return read;
         } finally {
-            reading.unlock();
+            unlockReading();
         }
     }
 
     @Override
     public int receive(TensorHandler handler, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        idle.reset();
         while (true) {
             int read = poll(handler, 64);
-            if (read > 0 || System.nanoTime() - deadline > 0) {
+            long left = deadline - System.nanoTime();
+            if (read > 0 || left <= 0) {
                 return read;
             }
-            idle.idle();
+            wait.awaitMessage(left, recordsParked); // a message, or a record the ACK thread took and parked
         }
     }
 
@@ -353,35 +357,56 @@ final class Endpoint implements TensorEndpoint {
      * thread reads it now; returns the messages read. What it finds for a handler waits for the next poll.
      */
     int readAcksIfIdle() {
-        return readAcksIfIdle(64);
-    }
-
-    private int readAcksIfIdle(int limit) {
         boolean nested = reading.isHeldByCurrentThread(); // a Delivery awaited in a handler
         if (!nested && (applicationReadsNow() || !reading.tryLock())) {
             return 0;
         }
         try {
-            return records.pollRecords(reader, limit);
+            return records.pollRecords(reader, 64);
         } finally {
             if (!nested) {
-                reading.unlock();
+                unlockReading();
             }
         }
     }
 
     /**
-     * One round of the ACK thread: it takes one message (under the reading lock, unless the application reads),
-     * then tells what it learned, outside the lock. One, not all that wait: a sender that a told outcome wakes
-     * (blocked on a window of its own) takes the rest itself after its next post, on its own thread, instead
-     * of being woken once per outcome; measured beside a busy neighbour, that wake per outcome cost two
-     * context switches per tensor.
+     * One round of the ACK thread: it takes one message (under the reading lock, unless the application reads)
+     * and tells what it decided once it let go of the lock. One, not all that wait: a sender that a told outcome
+     * wakes (blocked on a window of its own) takes the rest itself after its next post, on its own thread,
+     * instead of being woken once per outcome; measured beside a busy neighbour, that wake per outcome cost two
+     * context switches per tensor. Returns the messages read, {@link AckThread#APPLICATION_READS} when a thread
+     * with a handler read the mailbox within the last {@value #IDLE_READ_NS} ns, or {@link AckThread#BUSY}.
      */
     private int ackThreadRound() {
+        if (applicationReadsNow()) {
+            return AckThread.APPLICATION_READS;
+        }
+        if (!reading.tryLock()) {
+            return AckThread.BUSY;
+        }
         try {
-            return readAcksIfIdle(1);
+            return records.pollRecords(reader, 1);
         } finally {
-            outcomes.tellDeferred();
+            unlockReading();
+        }
+    }
+
+    // Lets go of the reading lock; the outermost holder then tells what was decided while it read.
+    private void unlockReading() {
+        reading.unlock();
+        tellDecidedUnlessReading();
+    }
+
+    private void tellDecidedUnlessReading() {
+        if (reading.isHeldByCurrentThread()) {
+            return;
+        }
+        if (outcomes.tellDecided() == 0 && outcomes.anyDecided()) {
+            wait.wake(); // told when polled: a thread in awaitOutcomes takes them
+        }
+        if (recordsParked.getAsBoolean()) {
+            wait.wake(); // a record the ACK thread took waits for a thread in receive
         }
     }
 
@@ -409,7 +434,7 @@ final class Endpoint implements TensorEndpoint {
                         Thread.onSpinWait();
                     }
                 } finally {
-                    reading.unlock();
+                    unlockReading();
                 }
             }
         } catch (InterruptedException e) {
@@ -430,6 +455,7 @@ final class Endpoint implements TensorEndpoint {
         public void descriptor(String from, MemorySegment record, long offset, int length) {
             if (handler == null) {
                 parked.add(new Parked(from, record.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE)));
+                anyParked = true;
             } else {
                 TensorHandler h = handler;
                 handler = null; // a nested read (a Delivery awaited in the handler) keeps what it reads
@@ -465,8 +491,7 @@ final class Endpoint implements TensorEndpoint {
             synchronized (this) {
                 if (!sending && !closed) {
                     sending = true;
-                    ackThread = new AckThread(deployment.entity(), this::ackThreadRound);
-                    outcomes.deferTellingOn(ackThread.thread());
+                    ackThread = new AckThread(deployment.entity(), this::ackThreadRound, wait);
                 }
             }
         }
@@ -495,8 +520,11 @@ final class Endpoint implements TensorEndpoint {
 
     @Override
     public Stats stats() {
-        ShmMailbox mailbox = channel instanceof RoutedMailbox routed ? routed.local() : (ShmMailbox) channel;
-        return new Stats(deployment.entity(), transport.statsSummary(), mailbox.stats(), remoteStats());
+        return new Stats(deployment.entity(), transport.statsSummary(), mailbox().stats(), remoteStats());
+    }
+
+    private ShmMailbox mailbox() {
+        return channel instanceof RoutedMailbox routed ? routed.local() : (ShmMailbox) channel;
     }
 
     @Override

@@ -10,42 +10,41 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What became of each tensor one endpoint sent: the tensors someone waits for ({@link SentTensors}), the
- * failure each one met before it was freed, and telling the outcome to its {@link DeliveryHandle} and the
- * {@link DeliveryListener}. Thread-safe: the table is guarded by itself; outcomes are told outside it.
+ * What became of each tensor one endpoint sent: one small state machine per tensor, whoever learns its fate
+ * (an ACK read by the ACK thread, a sender, a polling thread; a liveness check; the TTL; the network's event
+ * loop; close):
+ * <pre>
+ *   post ──track──▶ IN_FLIGHT ──fail──▶ IN_FLIGHT, failing (the first reason is kept)
+ *                       │                      │
+ *                       └────────freed─────────┴──▶ DECIDED ──take──▶ TOLD
+ * </pre>
+ * <ul>
+ *   <li>IN_FLIGHT: an entry of {@link SentTensors}, keyed by uuid.</li>
+ *   <li>DECIDED: {@link #freed} takes the entry out of the table and appends its outcome to {@link #decided}
+ *       in one critical section (the table's lock): a tensor is decided at most once, since it leaves the
+ *       table as it is decided, and an ACK, a death or a timeout that comes later finds nothing.</li>
+ *   <li>TOLD: its {@link DeliveryHandle}, if any, is told as it leaves the table (its waiter need not poll);
+ *       {@link #tellDecided} (or {@link #poll}, for a listener told when polled) takes each outcome from the
+ *       queue under the queue's lock, once, and tells the {@link DeliveryListener} outside every lock.</li>
+ * </ul>
+ * The endpoint calls {@link #tellDecided} after every path that may decide, once it holds no lock of its own
+ * (a listener may call the endpoint), so no outcome waits untold; when several threads decide at once, each
+ * tells what it takes, so the listener may be told on two threads at once. Thread-safe.
  */
 final class Outcomes {
     private static final Logger LOG = LoggerFactory.getLogger(TensorEndpoint.class);
 
-    private final SentTensors sent = new SentTensors(); // guarded by itself
+    private final SentTensors sent = new SentTensors(); // IN_FLIGHT; guarded by itself
+    private final OutcomeQueue decided = new OutcomeQueue(); // DECIDED, in the order decided
     private final DeliveryListener listener; // null: outcomes only for Delivery handles
-    private final OutcomeQueue polled; // non-null when the listener is told only when polled
+    private final boolean toldWhenPolled;
     private final TransportConfig config;
-    // What the ACK thread learned under the endpoint's reading lock, told by it once it let go of the lock.
-    private final OutcomeQueue deferred = new OutcomeQueue();
-    private volatile Thread defersTelling;
-    private final OutcomeQueue.Teller toListener = this::tellListener; // made once: draining allocates nothing
-    private final OutcomeQueue.Teller now = this::tellNow;
+    private final OutcomeQueue.Teller teller = this::tell; // made once: telling allocates nothing
 
     Outcomes(DeliveryListener listener, TransportConfig config) {
         this.listener = listener;
         this.config = config;
-        this.polled = listener != null && listener.toldWhenPolled() ? new OutcomeQueue() : null;
-    }
-
-    /**
-     * From now on {@code thread} (the ACK thread) queues what it learns, to tell it in {@link #tellDeferred}
-     * after it let go of the reading lock: the sending thread that a told outcome wakes (one blocked on a window
-     * of its own) then finds the lock free and takes the ACKs that wait itself, instead of waking once per
-     * outcome while the ACK thread, preempted in the listener, holds the lock.
-     */
-    void deferTellingOn(Thread thread) {
-        this.defersTelling = thread;
-    }
-
-    /** Tells what {@link #deferTellingOn the ACK thread} learned; called by it, outside the reading lock. */
-    void tellDeferred() {
-        deferred.drain(now, Integer.MAX_VALUE);
+        this.toldWhenPolled = listener != null && listener.toldWhenPolled();
     }
 
     /** Whether every tensor's outcome is told (to the listener), not only those with a handle. */
@@ -53,7 +52,7 @@ final class Outcomes {
         return listener != null;
     }
 
-    /** Waits for the outcome of a tensor about to be sent ({@code delivery} may be null, {@code consumer} too). */
+    /** IN_FLIGHT: a tensor about to be sent ({@code delivery} may be null, {@code consumer} too). */
     void track(long msb, long lsb, String requestId, DeliveryHandle delivery, String consumer) {
         synchronized (sent) {
             sent.track(msb, lsb, requestId, delivery, consumer);
@@ -69,16 +68,19 @@ final class Outcomes {
             ? Delivery.Failure.REMOTE_TIMEOUT : Delivery.Failure.REFUSED, why);
     }
 
-    /** As {@link #refused(long, long, String, String)}, with the failure known. */
+    /** As {@link #refused(long, long, String, String)}, with the failure known: IN_FLIGHT, failing. */
     void refused(long msb, long lsb, Delivery.Failure failure, String why) {
         synchronized (sent) {
             sent.fail(msb, lsb, failure, why);
         }
     }
 
-    /** What the transport says became of a tensor it freed (or of one consumer's share of it). */
+    /**
+     * DECIDED: what the transport says became of a tensor it freed (or, {@link TensorFates.Fate#SHARE_LOST}, of
+     * one consumer's share of it). A tensor not in the table (not sent here with an outcome to tell, or decided
+     * already) is left alone.
+     */
     void freed(long msb, long lsb, TensorFates.Fate fate, String consumer) {
-        String requestId;
         DeliveryHandle delivery;
         Delivery.Failure failure;
         String detail;
@@ -88,9 +90,8 @@ final class Outcomes {
                 return;
             }
             if (!sent.remove(msb, lsb)) {
-                return; // not sent by this endpoint, or nobody waits for it
+                return;
             }
-            requestId = sent.removedRequestId;
             delivery = sent.removedDelivery;
             failure = sent.removedFailure;
             detail = sent.removedDetail;
@@ -102,21 +103,50 @@ final class Outcomes {
                 failure = Delivery.Failure.EXPIRED;
                 detail = "no ACK within " + TransportConfig.SLOT_TTL_S + "=" + config.slotTtl().toSeconds() + " s";
             }
+            if (listener != null) {
+                decided.add(sent.removedRequestId, msb, lsb, failure, detail);
+            }
         }
-        tell(requestId, msb, lsb, delivery, failure, detail);
+        if (delivery != null) { // a handle is told as its outcome is decided: its waiter need not poll
+            if (failure == null) {
+                delivery.tensorDelivered();
+            } else {
+                delivery.tensorFailed(failure, detail);
+            }
+        }
     }
 
     /**
-     * Tells the listener up to {@code limit} outcomes that waited for a poll, on the calling thread.
+     * TOLD: tells the outcomes decided so far on the calling thread, which must hold no lock the listener could
+     * need, unless the listener is told only when polled; returns how many.
+     */
+    int tellDecided() {
+        return toldWhenPolled || listener == null ? 0 : decided.drain(teller, Integer.MAX_VALUE);
+    }
+
+    /** Whether outcomes wait for {@link #poll}. */
+    boolean anyDecided() {
+        return decided.size() > 0;
+    }
+
+    /**
+     * TOLD, for a listener told when polled: up to {@code limit} outcomes, on the calling thread.
      *
      * @throws IllegalStateException when the listener is told as outcomes are learned, not when polled
      */
     int poll(int limit) {
-        if (polled == null) {
+        if (!toldWhenPolled) {
             throw new IllegalStateException("this endpoint tells its outcomes as they are learned: to poll them, open"
                 + " it with a DeliveryListener whose toldWhenPolled() returns true");
         }
-        return polled.drain(toListener, limit);
+        return decided.drain(teller, limit);
+    }
+
+    /** Tensors in flight whose outcome is still to be decided. */
+    int inFlight() {
+        synchronized (sent) {
+            return sent.size();
+        }
     }
 
     /** The endpoint closed: every tensor still waited for fails with {@link Delivery.Failure#CLOSED}. */
@@ -131,6 +161,7 @@ final class Outcomes {
         for (int k = 0; k < uuids.length; k += 2) {
             freed(uuids[k], uuids[k + 1], TensorFates.Fate.ACKED, null);
         }
+        tellDecided();
     }
 
     private Delivery.Failure failureOf(String consumer) {
@@ -151,42 +182,16 @@ final class Outcomes {
         return at < 0 ? key : key.substring(0, at);
     }
 
-    private void tell(String requestId, long msb, long lsb, DeliveryHandle delivery, Delivery.Failure failure,
-                      String detail) {
-        if (polled == null && Thread.currentThread() == defersTelling) {
-            deferred.add(requestId, msb, lsb, delivery, failure, detail);
-            return;
-        }
-        tellNow(requestId, msb, lsb, delivery, failure, detail);
-    }
-
-    private void tellNow(String requestId, long msb, long lsb, DeliveryHandle delivery, Delivery.Failure failure,
-                         String detail) {
-        if (delivery != null) {
+    // One outcome taken from the queue, told to the listener.
+    private void tell(String requestId, long msb, long lsb, Delivery.Failure failure, String detail) {
+        try {
             if (failure == null) {
-                delivery.tensorDelivered();
+                listener.delivered(requestId, msb, lsb);
             } else {
-                delivery.tensorFailed(failure, detail);
+                listener.failed(requestId, msb, lsb, failure, detail);
             }
-        }
-        if (polled != null) {
-            polled.add(requestId, msb, lsb, null, failure, detail);
-        } else if (listener != null) {
-            try {
-                tellListener(requestId, msb, lsb, null, failure, detail);
-            } catch (RuntimeException e) {
-                LOG.warn("the delivery listener threw (the outcome stands): requestId={}", requestId, e);
-            }
-        }
-    }
-
-    // The listener's part of an outcome (for one taken from the polled queue, the handle was told when learned).
-    private void tellListener(String requestId, long msb, long lsb, DeliveryHandle delivery, Delivery.Failure failure,
-                              String detail) {
-        if (failure == null) {
-            listener.delivered(requestId, msb, lsb);
-        } else {
-            listener.failed(requestId, msb, lsb, failure, detail);
+        } catch (RuntimeException e) {
+            LOG.warn("the delivery listener threw (the outcome stands): requestId={}", requestId, e);
         }
     }
 }

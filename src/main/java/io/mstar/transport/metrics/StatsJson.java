@@ -42,6 +42,22 @@ public final class StatsJson {
         return b.append('}').toString();
     }
 
+    /** {@code record}'s numeric components as {@code prefix+name=value} fields of a log line. */
+    public static String logFields(String prefix, Record record) {
+        StringBuilder b = new StringBuilder();
+        for (RecordComponent c : record.getClass().getRecordComponents()) {
+            try {
+                Object value = c.getAccessor().invoke(record);
+                if (value instanceof Number) {
+                    b.append(b.isEmpty() ? "" : " ").append(prefix).append(c.getName()).append('=').append(value);
+                }
+            } catch (IllegalAccessException | InvocationTargetException e) {
+                throw new IllegalStateException("stats record component not readable: " + c, e);
+            }
+        }
+        return b.toString();
+    }
+
     private static String value(Object value) {
         return switch (value) {
             case null -> "null";

@@ -132,9 +132,11 @@ public final class TransportCounters {
      *
      * @param arena null for the file transport
      */
-    public TransportStats snapshot(String transport, ArenaStats arena, long inFlight, int partiallyAcked,
-                                   int mappedPeerSegments, long pinnedBytes, int pinnedSegments, String cuda) {
-        return new TransportStats(transport, arena, tensorsSent.get(), bytesSent.get(), inFlight, spills.get(),
+    public TransportStats snapshot(String transport, ArenaStats arena, long inFlight, long oldestInFlightNs,
+                                   int partiallyAcked, int mappedPeerSegments, long pinnedBytes, int pinnedSegments,
+                                   String cuda) {
+        return new TransportStats(transport, arena, tensorsSent.get(), bytesSent.get(), inFlight, oldestInFlightNs,
+            spills.get(),
             spillBytes.get(), waits.get(), waitNs.get(), acks.get(), refusals.get(), unknownAcks.get(), ignoredAcks.get(),
             partiallyAcked, ttlReclaims.get(), deadConsumerReclaims.get(), claimsAbandoned.get(), tensorsReceived.get(),
             staleReads.get(), mappedPeerSegments, pinnedBytes, pinnedSegments, cuda, sendToAck.snapshot(), receiveToRelease.snapshot());

@@ -26,7 +26,10 @@ import java.util.function.ToLongFunction;
  * counters {@code mstar.transport.tensors.sent}, {@code .bytes.sent}, {@code .spills}, {@code .acks},
  * {@code .acks.unknown}, {@code .reclaims.ttl}, {@code .reclaims.dead.consumer}, {@code .tensors.received};
  * gauges {@code mstar.transport.in.flight}, {@code .arena.used}, {@code .arena.capacity},
- * {@code .arena.fragmentation}, {@code .peer.segments.mapped}; the timer {@code mstar.transport.send.to.ack}
+ * {@code .arena.fragmentation}, {@code .peer.segments.mapped}, the time gauge {@code .in.flight.oldest} (how
+ * long the tensor in flight longest has waited for its ACK); for an endpoint, the gauges
+ * {@code mstar.mailbox.unread.messages} and {@code mstar.mailbox.unread.acks} (what waits unread in its
+ * mailbox: ACKs that stay there while tensors wait mean no thread reads it); the timer {@code mstar.transport.send.to.ack}
  * (count and total) with its percentiles as time gauges {@code mstar.transport.send.to.ack.percentile}
  * (tag {@code phi}: 0.5, 0.99, 0.999, 1 for the max), and the same for {@code receive.to.release}.
  * One stats snapshot serves every meter for 100 ms, so a scrape takes one. An endpoint on the cross-node
@@ -46,23 +49,27 @@ public final class TransportMetrics implements MeterBinder {
     private final TensorTransport transport;
     private final String entity;
     private final Supplier<Optional<RemoteStats>> remote; // empty without the cross-node path
+    private final Supplier<Optional<TensorEndpoint.MailboxStats>> mailbox; // empty for a transport without endpoint
     private volatile TransportStats cached;
     private volatile long cachedAtNs;
 
     /** The meters of an endpoint's transport, tagged with the endpoint's entity. */
     public TransportMetrics(TensorEndpoint endpoint) {
-        this(endpoint.transport(), endpoint.deployment(), endpoint::remoteStats);
+        this(endpoint.transport(), endpoint.deployment(), endpoint::remoteStats,
+            () -> Optional.of(endpoint.stats().mailbox()));
     }
 
     /** The meters of a transport built for {@code deployment} (for a transport used without an endpoint). */
     public TransportMetrics(TensorTransport transport, Deployment deployment) {
-        this(transport, deployment, Optional::empty);
+        this(transport, deployment, Optional::empty, Optional::empty);
     }
 
-    private TransportMetrics(TensorTransport transport, Deployment deployment, Supplier<Optional<RemoteStats>> remote) {
+    private TransportMetrics(TensorTransport transport, Deployment deployment, Supplier<Optional<RemoteStats>> remote,
+                             Supplier<Optional<TensorEndpoint.MailboxStats>> mailbox) {
         this.transport = transport;
         this.entity = deployment.entity();
         this.remote = remote;
+        this.mailbox = mailbox;
     }
 
     @Override
@@ -80,6 +87,14 @@ public final class TransportMetrics implements MeterBinder {
         counter(registry, tags, "tensors.received", null, TransportStats::tensorsReceived);
         counter(registry, tags, "reads.stale", null, TransportStats::staleReads);
         gauge(registry, tags, "in.flight", null, TransportStats::inFlight);
+        TimeGauge.builder("mstar.transport.in.flight.oldest", transport, TimeUnit.NANOSECONDS,
+            t -> stats().oldestInFlightNs()).tags(tags).register(registry);
+        if (mailbox.get().isPresent()) {
+            Gauge.builder("mstar.mailbox.unread.messages", transport,
+                t -> mailbox.get().map(TensorEndpoint.MailboxStats::unreadMessages).orElse(0L)).tags(tags).register(registry);
+            Gauge.builder("mstar.mailbox.unread.acks", transport,
+                t -> mailbox.get().map(TensorEndpoint.MailboxStats::unreadAcks).orElse(0L)).tags(tags).register(registry);
+        }
         gauge(registry, tags, "arena.used", "bytes", s -> s.arena() == null ? 0 : s.arena().usedBytes());
         gauge(registry, tags, "arena.capacity", "bytes", s -> s.arena() == null ? 0 : s.arena().capacityBytes());
         gauge(registry, tags, "arena.fragmentation", null, s -> s.arena() == null ? 0 : s.arena().fragmentation());

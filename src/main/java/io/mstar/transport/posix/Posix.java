@@ -30,7 +30,7 @@ public final class Posix {
     private Posix() {
     }
 
-    private static final boolean AARCH64 = switch (System.getProperty("os.arch")) {
+    static final boolean AARCH64 = switch (System.getProperty("os.arch")) {
         case "amd64", "x86_64" -> false;
         case "aarch64" -> true;
         default -> throw new UnsupportedOperationException(
@@ -67,10 +67,12 @@ public final class Posix {
     public static final int EACCES = 13;
     public static final int EEXIST = 17;
     public static final int ENOSPC = 28;
+    public static final int EINTR = 4;
+    public static final int ETIMEDOUT = 110;
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIBC = LINKER.defaultLookup();
-    private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+    static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO =
         CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
@@ -409,19 +411,19 @@ public final class Posix {
         }
     }
 
-    private static int errno(MemorySegment state) {
+    static int errno(MemorySegment state) {
         return (int) ERRNO.get(state, 0L);
     }
 
-    private static NativeCallException failure(String call, MemorySegment state, String path) {
+    static NativeCallException failure(String call, MemorySegment state, String path) {
         return failure(call, errno(state), path);
     }
 
-    private static NativeCallException failure(String call, int errno, String path) {
+    static NativeCallException failure(String call, int errno, String path) {
         return new NativeCallException(call, errno, errnoName(errno), errnoText(errno), path);
     }
 
-    private static RuntimeException rethrow(Throwable t) {
+    static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {
             throw r;
         }
@@ -431,15 +433,15 @@ public final class Posix {
         throw new IllegalStateException("native call failed unexpectedly", t);
     }
 
-    private static MethodHandle errnoCall(String name, FunctionDescriptor descriptor, Linker.Option... extra) {
+    static MethodHandle errnoCall(String name, FunctionDescriptor descriptor, Linker.Option... extra) {
         Linker.Option[] options = new Linker.Option[extra.length + 1];
         options[0] = CAPTURE_ERRNO;
         System.arraycopy(extra, 0, options, 1, extra.length);
         return LINKER.downcallHandle(symbol(name), descriptor, options);
     }
 
-    private static MethodHandle plainCall(String name, FunctionDescriptor descriptor) {
-        return LINKER.downcallHandle(symbol(name), descriptor);
+    static MethodHandle plainCall(String name, FunctionDescriptor descriptor, Linker.Option... options) {
+        return LINKER.downcallHandle(symbol(name), descriptor, options);
     }
 
     private static MemorySegment symbol(String name) {

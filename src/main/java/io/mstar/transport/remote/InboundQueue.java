@@ -28,18 +28,31 @@ final class InboundQueue {
     private final Queue<Inbound> queue = new ConcurrentLinkedQueue<>();
     private final MemorySegment record = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]); // poller's
     private int delivering; // records being handed to a listener now (more than one when it polls again)
+    private volatile Runnable arrived = () -> { }; // wakes the mailbox's waiting threads
 
     InboundQueue(String entity, RemoteCounters counters) {
         this.entity = entity;
         this.counters = counters;
     }
 
+    /** Who to tell that something was queued: the local mailbox's wake, for its threads that wait. */
+    void onArrival(Runnable wake) {
+        this.arrived = wake;
+    }
+
     void tensor(String from, TensorDescriptor descriptor) {
         queue.add(new Inbound(from, descriptor, 0, 0));
+        arrived.run();
     }
 
     void ack(String from, long msb, long lsb) {
         queue.add(new Inbound(from, null, msb, lsb));
+        arrived.run();
+    }
+
+    /** Whether anything waits to be delivered. */
+    boolean hasItems() {
+        return !queue.isEmpty();
     }
 
     /** As {@link RemoteLink#deliver}. */

@@ -197,7 +197,7 @@ public final class RemoteLink implements AutoCloseable {
     private static Deployment landingDeployment(Deployment d) {
         TransportConfig c = d.config();
         TransportConfig landing = new TransportConfig(c.mode(), c.segmentMb(), c.maxSegments(), Duration.ZERO, c.spill(),
-            Duration.ZERO, c.pin(), c.pinMaxMb(), c.slotTtl(), c.statsInterval(), c.publishStats(), c.reclaimInterval(), c.shmDir(),
+            Duration.ZERO, c.pin(), c.pinMaxMb(), c.slotTtl(), c.statsInterval(), c.publishStats(), c.reclaimInterval(), c.stallWarn(), c.shmDir(),
             c.deploymentToken(), c.cudartPath(), c.remote());
         return d.withConfig(landing);
     }
@@ -420,6 +420,16 @@ public final class RemoteLink implements AutoCloseable {
      */
     public int deliver(TensorChannel.Listener objects, TensorChannel.RecordListener records, int limit) {
         return inbound.deliver(objects, records, limit);
+    }
+
+    /** Whether tensors or ACKs from other nodes wait for {@link #deliver}. */
+    public boolean hasInbound() {
+        return inbound.hasItems();
+    }
+
+    /** Runs {@code wake} whenever a tensor or an ACK from another node is queued for {@link #deliver}. */
+    public void onInbound(Runnable wake) {
+        inbound.onArrival(wake);
     }
 
     /** Bytes held in this process's landing arena: tensors landing, or landed and not yet ACKed. */

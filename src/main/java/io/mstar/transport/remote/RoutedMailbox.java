@@ -10,8 +10,6 @@ import io.mstar.transport.exceptions.DescriptorFormatException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.liveness.ConsumerLiveness;
 import io.mstar.transport.liveness.SlotHolds;
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -19,6 +17,7 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.UUID;
+import java.util.function.BooleanSupplier;
 
 /**
  * This process's mailbox when it takes part in the cross-node path: entities that
@@ -31,13 +30,13 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
     private final ShmMailbox local;
     private final RemoteLink remote;
     private final Deployment deployment; // the namespace records are decoded against
-    private final IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
     private volatile ConsumerLiveness producer; // told which consumer each remote send went to
 
     private RoutedMailbox(ShmMailbox local, RemoteLink remote, Deployment deployment) {
         this.local = local;
         this.remote = remote;
         this.deployment = deployment;
+        remote.onInbound(local::wake);
     }
 
     /** Starts the cross-node path next to {@code local}, which the returned mailbox owns from then on. */
@@ -155,14 +154,19 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
     @Override
     public int receive(Listener listener, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        idle.reset();
         while (true) {
             int read = poll(listener, 64);
-            if (read > 0 || System.nanoTime() > deadline) {
+            long left = deadline - System.nanoTime();
+            if (read > 0 || left <= 0) {
                 return read;
             }
-            idle.idle();
+            awaitMessage(left, () -> false);
         }
+    }
+
+    /** As {@link ShmMailbox#awaitMessage}, woken too by tensors and ACKs from other nodes. */
+    public void awaitMessage(long timeoutNs, BooleanSupplier ready) {
+        local.awaitMessage(timeoutNs, () -> remote.hasInbound() || ready.getAsBoolean());
     }
 
     @Override

@@ -198,7 +198,7 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
 
     @Override
     public TransportStats statsSummary() {
-        return counters.snapshot("file", null, files.inFlight(), fanOut.partiallyAcked(), peers.mapped(), 0, 0,
+        return counters.snapshot("file", null, files.inFlight(), 0, fanOut.partiallyAcked(), peers.mapped(), 0, 0,
             "not used by the file transport");
     }
 

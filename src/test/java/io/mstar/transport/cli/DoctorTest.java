@@ -176,7 +176,7 @@ class DoctorTest {
             assertEquals(3, producer.stats().transport().tensorsSent());
             assertEquals(3, consumer.stats().transport().tensorsReceived());
             assertEquals("consumer", consumer.stats().entity());
-            assertEquals(new TensorEndpoint.MailboxStats(0, 0, 0), consumer.stats().mailbox());
+            assertEquals(new TensorEndpoint.MailboxStats(0, 0, 0, 0, 0), consumer.stats().mailbox());
             assertTrue(producer.stats().remote().isEmpty());
         }
         assertEquals(List.of(), ShmTestDir.list(shm.path()), "closing removes the stats files");
