@@ -34,6 +34,14 @@ final class AeronPeer {
     private AeronPeer() {
     }
 
+    private static IdleStrategy idle() {
+        return switch (System.getProperty("xbench.aeronIdle", "backoff")) {
+            case "spin" -> new org.agrona.concurrent.BusySpinIdleStrategy();
+            case "yield" -> new org.agrona.concurrent.YieldingIdleStrategy();
+            default -> new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+        };
+    }
+
     private static String aeronDir(String dir) {
         return Path.of(dir, "aeron").toString();
     }
@@ -44,8 +52,12 @@ final class AeronPeer {
             .aeronDirectoryName(aeronDir(dir))
             .dirDeleteOnStart(true)
             .dirDeleteOnShutdown(true)
-            .threadingMode(ThreadingMode.SHARED)
-            .sharedIdleStrategy(new BackoffIdleStrategy(16, 8, 1_000, 100_000));
+            .threadingMode(ThreadingMode.valueOf(System.getProperty("xbench.aeronThreading", "SHARED")))
+            .sharedIdleStrategy(idle())
+            .conductorIdleStrategy(idle())
+            .senderIdleStrategy(idle())
+            .receiverIdleStrategy(idle())
+            .sharedNetworkIdleStrategy(idle());
         AtomicBoolean done = new AtomicBoolean();
         try (MediaDriver driver = MediaDriver.launchEmbedded(driverContext);
              Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(driver.aeronDirectoryName()));
@@ -53,7 +65,7 @@ final class AeronPeer {
              Publication acks = aeron.addExclusivePublication(ACKS, ACK_STREAM)) {
             System.out.println("READY");
             UnsafeBuffer ack = new UnsafeBuffer(new byte[1]);
-            IdleStrategy idle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+            IdleStrategy idle = idle();
             FragmentHandler handler = new FragmentAssembler((buffer, offset, length, header) -> {
                 if (length == 1) {
                     done.set(true);
@@ -65,9 +77,10 @@ final class AeronPeer {
                 }
                 idle.reset();
             });
-            IdleStrategy pollIdle = new BackoffIdleStrategy(16, 8, 1_000, 100_000);
+            IdleStrategy pollIdle = idle();
+            int fragments = Integer.getInteger("xbench.aeronFragments", 16);
             while (!done.get()) {
-                pollIdle.idle(data.poll(handler, 16));
+                pollIdle.idle(data.poll(handler, fragments));
             }
             // The driver outlives the producer's client: a client whose driver is gone exits its JVM.
             long deadline = System.nanoTime() + 10_000_000_000L;

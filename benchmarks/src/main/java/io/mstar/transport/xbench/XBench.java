@@ -26,8 +26,9 @@ import java.util.stream.Collectors;
  * runs of GB/s, payloads/s and the send-to-ACK p50, p99 and p99.9, the ratios against Aeron IPC and the fill,
  * then each run's ratio against Aeron IPC (the runs go peer after peer, so a ratio is taken between cells
  * measured minutes apart at most), and writes {@code target/xbench/results.csv} and {@code target/xbench/gbps.svg}.
- * With {@code -Dxbench.busy=true} a third process spins on one thread through every run, as a busy
- * neighbour on the machine would.
+ * A load made in the same run ({@link Load}, {@code -Dxbench.load=}): {@code spin1} a process spinning on one
+ * thread (a busy neighbour; {@code -Dxbench.busy=true} says the same), {@code spinAll} one spinning thread per
+ * core, {@code build} a Maven build of this project in a copy of its tree, over and over.
  *
  * <pre>
  *   mvn -q test-compile exec:exec@xbench [-Dxbench.args="RUNS SECONDS [PEER,PEER...]"] [-Dxbench.sizes=4096,65536]
@@ -45,6 +46,8 @@ public final class XBench {
     /** Run only when named: arena-claim with the producer reading its own ACKs (outcomes polled on its thread). */
     static final List<String> VARIANTS = List.of("arena-polled", "user-post-polled", "user-claim-polled");
     static final List<String> REFERENCES = List.of("memcpy", "fill", "crc32c");
+    /** Aeron's own sample, run beside the aeron-ipc peer ({@link AeronSample}). */
+    static final String SAMPLE = "aeron-sample";
 
     private XBench() {
     }
@@ -67,7 +70,9 @@ public final class XBench {
         long corrupted = 0;
         Map<String, List<double[]>> costs = new LinkedHashMap<>(); // "peer side size" -> {cpu us, switches, bytes} per run
         OwnedFile workDir = OwnedFile.createDirectory(Path.of("/dev/shm"), "mstar-demo-" + Owner.newNonce());
-        Process busy = Boolean.getBoolean("xbench.busy") ? start(List.of("busy")) : null;
+        String loadName = System.getProperty("xbench.load", "none");
+        Load load = Load.start(loadName.equals("none") && Boolean.getBoolean("xbench.busy") ? "spin1" : loadName,
+            () -> start(List.of("busy")));
         try {
             for (int run = 1; run <= runs; run++) {
                 for (String peer : peers) {
@@ -75,6 +80,9 @@ public final class XBench {
                     corrupted += pair(peer, dir, seconds, results.computeIfAbsent(peer, p -> new LinkedHashMap<>()),
                         costs);
                     out.println("run " + run + " " + peer + " done");
+                }
+                if (peers.contains("aeron-ipc")) {
+                    sample(dir(workDir, run), seconds, results, out);
                 }
                 for (String reference : REFERENCES) {
                     for (long size : Protocol.SIZES) {
@@ -87,15 +95,13 @@ public final class XBench {
                 }
             }
         } finally {
-            if (busy != null) {
-                busy.destroyForcibly();
-            }
+            load.close();
             deleteTree(Path.of(workDir.path()));
             workDir.close();
         }
         Path target = Files.createDirectories(Path.of("target/xbench"));
-        if (busy != null) {
-            out.printf(Locale.ROOT, "%nwith a busy third process spinning on one thread throughout%n");
+        if (!load.name().equals("none")) {
+            out.printf(Locale.ROOT, "%nwith a load throughout: %s%n", load.describe());
         }
         report(out, results, runs, corrupted);
         reportRuns(out, results);
@@ -196,7 +202,7 @@ public final class XBench {
         // Extra flags for both JVMs of a pair, e.g. -Dxbench.jvmArgs=-Xlog:gc:file=/tmp/gc-%p.log
         String extra = System.getProperty("xbench.jvmArgs", "").trim();
         if (!extra.isEmpty()) {
-            command.addAll(List.of(extra.split("\\s+")));
+            command.addAll(List.of(extra.split("[\\s,]+"))); // commas too: Maven passes it as one word
         }
         command.add(XBench.class.getName());
         command.addAll(args);
@@ -299,17 +305,50 @@ public final class XBench {
         }
     }
 
-    // Each run's ratio to Aeron IPC in the same run, per size and peer.
+    // Aeron's own sample in this run, beside the aeron-ipc peer (sizes its IPC term takes in one message).
+    private static void sample(Path dir, double seconds, Map<String, Map<Long, List<double[]>>> results, PrintStream out)
+        throws IOException, InterruptedException {
+        if (!AeronSample.available()) {
+            out.println("aeron-sample skipped: " + AeronSample.LIB + " is missing (give -Dxbench.args=... on the command"
+                + " line: the pom's aeron-sample profile copies Aeron's samples there)");
+            return;
+        }
+        for (long size : Protocol.SIZES) {
+            if (size <= AeronSample.MAX_SIZE) {
+                double gbps = AeronSample.gbps(size, Protocol.warmUpSeconds(seconds), seconds, dir);
+                results.computeIfAbsent(SAMPLE, r -> new LinkedHashMap<>()).computeIfAbsent(size, s -> new ArrayList<>())
+                    .add(new double[] {gbps * 1e9 / size, gbps, Double.NaN, Double.NaN, Double.NaN});
+            }
+        }
+    }
+
+    private static Path dir(OwnedFile workDir, int run) throws IOException {
+        return Files.createDirectories(Path.of(workDir.path(), "aeron-sample-" + run));
+    }
+
+    // Each run's ratio to Aeron IPC in the same run, per size and peer; and the aeron-ipc peer against Aeron's sample.
     private static void reportRuns(PrintStream out, Map<String, Map<Long, List<double[]>>> results) {
         Map<Long, List<double[]>> aeron = results.get("aeron-ipc");
         if (aeron == null) {
             return;
         }
+        Map<Long, List<double[]>> sample = results.get(SAMPLE);
+        if (sample != null) {
+            out.printf(Locale.ROOT, "%nper run, the aeron-ipc peer (two JVMs, an ACK and a CRC32C per payload) relative"
+                + " to Aeron's own sample in the same run (EmbeddedIpcThroughput: one JVM, no ACK, no check)%n");
+            sample.forEach((size, rows) -> {
+                StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %-7s aeron-ipc   ", human(size)));
+                for (int run = 0; run < rows.size() && run < aeron.get(size).size(); run++) {
+                    line.append(String.format(Locale.ROOT, " %.2f", aeron.get(size).get(run)[1] / rows.get(run)[1]));
+                }
+                out.println(line);
+            });
+        }
         out.printf(Locale.ROOT, "%nper run, GB/s relative to aeron-ipc in the same run%n");
         for (long size : Protocol.SIZES) {
             results.forEach((column, bySize) -> {
                 List<double[]> rows = bySize.get(size);
-                if (column.equals("aeron-ipc") || REFERENCES.contains(column) || rows == null) {
+                if (column.equals("aeron-ipc") || column.equals(SAMPLE) || REFERENCES.contains(column) || rows == null) {
                     return;
                 }
                 StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %-7s %-12s", human(size), column));
