@@ -41,6 +41,8 @@ import java.util.function.Function;
  * @param statsInterval     {@value #STATS_INTERVAL_S}: period of the stats log line when stats logging is on
  * @param publishStats      {@value #STATS_PUBLISH}: each arena publishes its stats snapshot for {@code mstar-shm stats}
  * @param reclaimInterval   {@value #RECLAIM_INTERVAL_S}: how often this process sweeps dead owners' files; zero is off
+ * @param nodeMaxMb         {@value #NODE_MAX_MB}: the shared-memory budget of every arena of the deployment in
+ *                          its directory together, MiB; 0 is none
  * @param stallWarn         {@value #STALL_WARN_S}: warn once when a tensor waits this long for its ACK while its
  *                          consumer lives; zero is off
  * @param shmDir            {@value #SHM_DIR}: where segments, spill files and mailboxes live
@@ -61,6 +63,7 @@ public record TransportConfig(
     Duration statsInterval,
     boolean publishStats,
     Duration reclaimInterval,
+    long nodeMaxMb,
     Duration stallWarn,
     Path shmDir,
     String deploymentToken,
@@ -106,6 +109,14 @@ public record TransportConfig(
     /** This library's own knob (M* has none): seconds between sweeps of dead owners' files, {@code 0} off. */
     public static final String RECLAIM_INTERVAL_S = "MSTAR_SHM_RECLAIM_INTERVAL_S";
     public static final Duration RECLAIM_INTERVAL_DEFAULT = Duration.ofSeconds(30);
+    /**
+     * This library's own knob (M* has none): the most shared memory every arena of the deployment in its
+     * directory commits together, MiB ({@code 0}: none; each arena still has its own ceiling). Arenas account in
+     * a small file of the directory ({@code lifecycle.NodeBudget}); one that would pass it waits for its slots,
+     * then spills, as at its own ceiling.
+     */
+    public static final String NODE_MAX_MB = "MSTAR_SHM_NODE_MAX_MB";
+    public static final long NODE_MAX_MB_DEFAULT = 0;
     /**
      * This library's own knob (M* has none): a tensor that waits this long for its ACK while its consumer lives
      * is a stall (an ACK nobody reads, a consumer that stopped handling): one WARN names it, seconds, {@code 0}
@@ -172,6 +183,7 @@ public record TransportConfig(
             r.seconds(STATS_INTERVAL_S, STATS_INTERVAL_DEFAULT, false),
             r.flag(STATS_PUBLISH, STATS_PUBLISH_DEFAULT),
             r.seconds(RECLAIM_INTERVAL_S, RECLAIM_INTERVAL_DEFAULT, true),
+            r.integer(NODE_MAX_MB, NODE_MAX_MB_DEFAULT, 0, 1L << 30),
             r.seconds(STALL_WARN_S, STALL_WARN_DEFAULT, true),
             r.directory(SHM_DIR, defaultShmDir()),
             r.text(DEPLOYMENT_TOKEN),
@@ -216,6 +228,7 @@ public record TransportConfig(
         values.put(STATS_INTERVAL_S, seconds(statsInterval));
         values.put(STATS_PUBLISH, publishStats ? "1" : "0");
         values.put(RECLAIM_INTERVAL_S, seconds(reclaimInterval));
+        values.put(NODE_MAX_MB, Long.toString(nodeMaxMb));
         values.put(STALL_WARN_S, seconds(stallWarn));
         values.put(SHM_DIR, shmDir.toString());
         values.put(DEPLOYMENT_TOKEN, deploymentToken == null ? "unset" : "set");

@@ -313,12 +313,20 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
             Supplier<? extends Record> mailbox = mailboxStats;
             Record box = mailbox == null ? null : mailbox.get();
             // A line for people, then the same snapshot as JSON for machines (mstar-shm stats --json).
-            stats.write(line + (box == null ? "" : " " + StatsJson.logFields("mailbox.", box)) + " segmentMap=" + map
+            long[] budget = arena.nodeBudget();
+            NodeBudgetStats node = budget == null ? null : new NodeBudgetStats(budget[0], budget[1]);
+            stats.write(line + (box == null ? "" : " " + StatsJson.logFields("mailbox.", box))
+                + (node == null ? "" : " " + StatsJson.logFields("nodeBudget.", node)) + " segmentMap=" + map
                 + "\n{\"stats\":" + StatsJson.of(snapshot) + (box == null ? "" : ",\"mailbox\":" + StatsJson.of(box))
+                + (node == null ? "" : ",\"nodeBudget\":" + StatsJson.of(node))
                 + ",\"segmentMap\":" + StatsJson.strings(List.of(map.split(","))) + "}");
         } catch (RuntimeException e) {
             LOG.debug("stats file not written: {}", e.toString());
         }
+    }
+
+    /** The deployment's node budget as the stats file shows it: its bytes, and what its arenas committed together. */
+    record NodeBudgetStats(long budgetBytes, long committedBytes) {
     }
 
     /**

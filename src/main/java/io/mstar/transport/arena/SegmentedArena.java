@@ -4,16 +4,13 @@ import io.mstar.transport.ArenaStats;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.exceptions.ConfigurationException;
-import io.mstar.transport.exceptions.NativeCallException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.Sweeper;
 import io.mstar.transport.naming.Namespace;
-import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.shm.MappingListener;
-import io.mstar.transport.shm.ShmFullException;
 import io.mstar.transport.shm.SlotStamp;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,8 +49,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * (creating and committing a segment) happens under it too, so it briefly delays frees.
  *
  * <p>One class on purpose: the segment table, the allocators, idle dedicated segments and the counters
- * change together under its one lock; the handle layout is {@link SlotHandle}'s and the capacity
- * warnings are {@link CapacityWarnings}'.
+ * change together under its one lock; the table itself is {@link SegmentTable} (and its occupancy bars
+ * {@link OccupancyBar}), making and removing segments within the ceiling and the node budget {@link SegmentSpace},
+ * the handle layout {@link SlotHandle} and the capacity warnings {@link CapacityWarnings}.
  */
 public final class SegmentedArena implements AutoCloseable {
     /** {@link #reserve} returns this when the arena is at its cap or the file system is full. */
@@ -64,7 +62,6 @@ public final class SegmentedArena implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SegmentedArena.class);
     private static final Set<String> OPENED = ConcurrentHashMap.newKeySet();
     private static final long PAGE_BYTES = 4096;
-    private static final int NAME_ATTEMPTS = 8;
 
     private final Owner owner;
     private final Path dir;
@@ -74,18 +71,9 @@ public final class SegmentedArena implements AutoCloseable {
 
     private final Sweeper sweeper;
     private final CapacityWarnings warnings = new CapacityWarnings();
-    private final MappedSegment[] segments;
-    private final FirstFitAllocator[] allocators;
-    private final boolean[] dedicated;
-    private final boolean[] retired; // shrunk under us by another process: no new slots, removed once empty
-    private final int[] generations;
-    private int positionsInUse; // positions below this may hold a segment
-    private int segmentCount;
-    private long segmentsBytes; // every segment's size, dedicated ones included: never above the ceiling
-    private int nextIndex;
+    private final SegmentSpace space; // where segments come from: the directory, the node budget
+    private final SegmentTable table; // the segments by position; segments' bytes never above the ceiling
     private final CloseOnce closer = new CloseOnce();
-    private boolean shmFullWarned;
-    private MappingListener listener = MappingListener.NONE;
 
     private long reserves;
     private long frees;
@@ -101,7 +89,8 @@ public final class SegmentedArena implements AutoCloseable {
     public static SegmentedArena open(Deployment deployment) {
         TransportConfig config = deployment.config();
         SegmentedArena arena = new SegmentedArena(Owner.of(deployment), config.segmentBytes(), config.maxSegments(),
-            config.reclaimInterval()); // the directory is checked first: nothing is said to be open before
+            config.reclaimInterval(), config.nodeMaxMb() << 20); // the directory is checked first: nothing is said
+                                                                    // to be open before
         boolean first = OPENED.add(deployment.namespace() + "/" + deployment.entity()); // a landing arena says it once
         String line = "arena opened: entity={}, namespace={}, dir={}, segments={} x {} MiB, spill={}";
         Object[] values = {deployment.entity(), deployment.namespace(), config.shmDir(), config.maxSegments(),
@@ -127,6 +116,15 @@ public final class SegmentedArena implements AutoCloseable {
      * @param reclaimInterval how often this process sweeps dead owners' files ({@link Sweeper})
      */
     public SegmentedArena(Owner owner, long segmentBytes, int maxSegments, Duration reclaimInterval) {
+        this(owner, segmentBytes, maxSegments, reclaimInterval, 0);
+    }
+
+    /**
+     * As above, its segments committed to the deployment's node budget of {@code nodeBudgetBytes} first (0: no
+     * node budget).
+     */
+    public SegmentedArena(Owner owner, long segmentBytes, int maxSegments, Duration reclaimInterval,
+                          long nodeBudgetBytes) {
         if (segmentBytes <= 0 || segmentBytes % PAGE_BYTES != 0 || segmentBytes > FirstFitAllocator.MAX_CAPACITY_BYTES) {
             throw new IllegalArgumentException("segment size must be a positive multiple of " + PAGE_BYTES
                 + " up to " + FirstFitAllocator.MAX_CAPACITY_BYTES + ": segmentBytes=" + segmentBytes);
@@ -139,13 +137,10 @@ public final class SegmentedArena implements AutoCloseable {
         this.dir = owner.dir();
         this.segmentBytes = segmentBytes;
         this.maxSegments = maxSegments;
-        this.segments = new MappedSegment[maxSegments];
-        this.allocators = new FirstFitAllocator[maxSegments];
-        this.dedicated = new boolean[maxSegments];
-        this.retired = new boolean[maxSegments];
-        this.generations = new int[maxSegments];
+        this.table = new SegmentTable(maxSegments);
         this.recentFrees = new RecentFrees(segmentBytes / 4);
-        checkCeiling();
+        this.space = new SegmentSpace(owner, table, ceilingBytes(), nodeBudgetBytes, warnings);
+        space.checkCeiling(maxSegments, segmentBytes);
         this.sweeper = Sweeper.join(dir, reclaimInterval);
         boolean ok = false;
         try {
@@ -158,31 +153,6 @@ public final class SegmentedArena implements AutoCloseable {
         }
     }
 
-    private void checkCeiling() {
-        Posix.FileSystemSpace space;
-        try {
-            space = Posix.statvfs(dir.toString());
-        } catch (NativeCallException e) {
-            throw new ConfigurationException("shared-memory directory is not usable: " + TransportConfig.SHM_DIR
-                + "=" + dir + ", " + e.getMessage() + ": create it or point " + TransportConfig.SHM_DIR
-                + " at a tmpfs directory");
-        }
-        long ceiling = ceilingBytes();
-        if (ceiling > space.totalBytes()) {
-            throw new ConfigurationException("arena ceiling exceeds the shared-memory file system: dir=" + dir
-                + ", fileSystemBytes=" + space.totalBytes() + " (" + mib(space.totalBytes()) + "), ceilingBytes="
-                + ceiling + " (" + maxSegments + " segments x " + mib(segmentBytes) + "): give the container a larger"
-                + " shared-memory size (docker --shm-size, a larger emptyDir medium: Memory) or lower "
-                + TransportConfig.MAX_SEGMENTS + " or " + TransportConfig.SEGMENT_MB);
-        }
-        if (ceiling > space.availableBytes()) {
-            warnings.held(CapacityWarnings.Kind.CEILING_ABOVE_FREE_SPACE, "arena ceiling exceeds the free shared"
-                    + " memory; growth will stop early and the arena will spill: dir={}, availableBytes={} ({}),"
-                    + " ceilingBytes={} ({})", dir, space.availableBytes(), mib(space.availableBytes()), ceiling,
-                mib(ceiling));
-        }
-    }
-
     /**
      * Makes the first regular segment now unless there is one, so that the first send does not pay for it;
      * a process that only receives never calls this and commits no segment. If the tmpfs cannot back it
@@ -190,12 +160,12 @@ public final class SegmentedArena implements AutoCloseable {
      */
     public synchronized void prepare() {
         checkOpen();
-        for (int p = 0; p < positionsInUse; p++) {
-            if (segments[p] != null && !dedicated[p]) {
+        for (int p = 0; p < table.positions(); p++) {
+            if (table.segment(p) != null && !table.isDedicated(p)) {
                 return;
             }
         }
-        grow(segmentBytes, false);
+        space.grow(segmentBytes, false);
     }
 
     /**
@@ -229,12 +199,12 @@ public final class SegmentedArena implements AutoCloseable {
             return slot;
         }
         long freeBytes = 0;
-        for (int p = 0; p < positionsInUse; p++) {
-            if (allocators[p] != null && !dedicated[p] && !retired[p]) {
-                freeBytes += allocators[p].freeBytes();
+        for (int p = 0; p < table.positions(); p++) {
+            if (table.isRegular(p)) {
+                freeBytes += table.allocator(p).freeBytes();
             }
         }
-        int p = grow(segmentBytes, false);
+        int p = space.grow(segmentBytes, false);
         if (p < 0) {
             failedReserves++;
             if (freeBytes >= aligned) {
@@ -245,14 +215,14 @@ public final class SegmentedArena implements AutoCloseable {
             }
             return FULL;
         }
-        return reserved(p, allocators[p].reserve(sizeBytes));
+        return reserved(p, table.allocator(p).reserve(sizeBytes));
     }
 
     // The first regular segment whose largest free block fits, or -1.
     private long reserveInSegments(long sizeBytes, long aligned) {
-        for (int p = 0; p < positionsInUse; p++) {
-            FirstFitAllocator allocator = allocators[p];
-            if (allocator != null && !dedicated[p] && !retired[p] && allocator.largestFreeBlockBytes() >= aligned) {
+        for (int p = 0; p < table.positions(); p++) {
+            FirstFitAllocator allocator = table.allocator(p);
+            if (allocator != null && !table.isDedicated(p) && !table.isRetired(p) && allocator.largestFreeBlockBytes() >= aligned) {
                 return reserved(p, allocator.reserve(sizeBytes));
             }
         }
@@ -261,9 +231,9 @@ public final class SegmentedArena implements AutoCloseable {
 
     private void returnRecentFrees() {
         recentFrees.drain(slot -> {
-            int p = livePosition(slot);
+            int p = table.livePosition(slot);
             if (p >= 0) {
-                allocators[p].free(offset(slot));
+                table.allocator(p).free(offset(slot));
             }
         });
     }
@@ -271,27 +241,23 @@ public final class SegmentedArena implements AutoCloseable {
     // The smallest idle dedicated segment that holds it, else a new one.
     private long reserveDedicated(long sizeBytes) {
         int best = -1;
-        for (int p = 0; p < positionsInUse; p++) {
-            if (isIdleDedicated(p) && allocators[p].capacityBytes() >= sizeBytes
-                && (best < 0 || allocators[p].capacityBytes() < allocators[best].capacityBytes())) {
+        for (int p = 0; p < table.positions(); p++) {
+            if (table.isIdleDedicated(p) && table.allocator(p).capacityBytes() >= sizeBytes
+                && (best < 0 || table.allocator(p).capacityBytes() < table.allocator(best).capacityBytes())) {
                 best = p;
             }
         }
-        int p = best >= 0 ? best : grow(alignUp(sizeBytes, PAGE_BYTES), true);
+        int p = best >= 0 ? best : space.grow(alignUp(sizeBytes, PAGE_BYTES), true);
         if (p < 0) {
             failedReserves++;
             return FULL;
         }
-        return reserved(p, allocators[p].reserve(sizeBytes));
-    }
-
-    private boolean isIdleDedicated(int p) {
-        return segments[p] != null && dedicated[p] && !retired[p] && allocators[p].liveSlots() == 0;
+        return reserved(p, table.allocator(p).reserve(sizeBytes));
     }
 
     private long reserved(int position, long offset) {
         reserves++;
-        return SlotHandle.of(generations[position], position, offset);
+        return table.handle(position, offset);
     }
 
     /**
@@ -299,11 +265,11 @@ public final class SegmentedArena implements AutoCloseable {
      * a reader still looking at it sees that it is no longer that tensor's.
      */
     public synchronized FreeOutcome free(long slot, long nbytes) {
-        int p = livePosition(slot);
-        if (p >= 0 && !retired[p] && !recentFrees.holds(slot) && SlotStamp.at(offset(slot), nbytes) + SlotStamp.STAMP_BYTES
-            <= offset(slot) + allocators[p].slotBytes(offset(slot))) {
+        int p = table.livePosition(slot);
+        if (p >= 0 && !table.isRetired(p) && !recentFrees.holds(slot) && SlotStamp.at(offset(slot), nbytes) + SlotStamp.STAMP_BYTES
+            <= offset(slot) + table.allocator(p).slotBytes(offset(slot))) {
             try {
-                SlotStamp.clear(segments[p].memory(), offset(slot), nbytes);
+                SlotStamp.clear(table.segment(p).memory(), offset(slot), nbytes);
             } catch (InternalError fault) { // shrunk under us: see retireShrunk
                 retireShrunk(slot, fault);
             }
@@ -314,7 +280,7 @@ public final class SegmentedArena implements AutoCloseable {
     /** Frees a slot; a stale, double or unknown handle changes nothing and is counted. */
     public synchronized FreeOutcome free(long slot) {
         checkOpen();
-        int p = livePosition(slot);
+        int p = table.livePosition(slot);
         if (p < 0) {
             refusedFrees++;
             return FreeOutcome.UNKNOWN_OFFSET;
@@ -323,19 +289,19 @@ public final class SegmentedArena implements AutoCloseable {
             refusedFrees++;
             return FreeOutcome.DOUBLE_FREE;
         }
-        long slotBytes = dedicated[p] || retired[p] ? -1 : allocators[p].slotBytes(offset(slot));
+        long slotBytes = table.isDedicated(p) || table.isRetired(p) ? -1 : table.allocator(p).slotBytes(offset(slot));
         if (slotBytes > 0 && recentFrees.keep(slot, slotBytes)) {
             frees++;
             return FreeOutcome.FREED;
         }
-        FreeOutcome outcome = allocators[p].free(offset(slot));
+        FreeOutcome outcome = table.allocator(p).free(offset(slot));
         if (outcome != FreeOutcome.FREED) {
             refusedFrees++;
             return outcome;
         }
         frees++;
-        if (retired[p] && allocators[p].liveSlots() == 0) {
-            removeSegment(p);
+        if (table.isRetired(p) && table.allocator(p).liveSlots() == 0) {
+            space.remove(p);
         }
         return outcome;
     }
@@ -346,27 +312,27 @@ public final class SegmentedArena implements AutoCloseable {
      * and it is removed when its last slot is freed. Tensors already in it are refused by their readers.
      */
     public synchronized void retireShrunk(long slot, Throwable fault) {
-        int p = livePosition(slot);
-        if (p < 0 || retired[p]) {
+        int p = table.livePosition(slot);
+        if (p < 0 || table.isRetired(p)) {
             return;
         }
         returnRecentFrees(); // none of its slots may wait there to be handed out again
-        retired[p] = true;
+        table.retire(p);
         LOG.warn("an arena segment was shrunk under its producer (another process of this user truncated it): it is"
-            + " retired, and the arena goes on in another: segment={}, {}", segments[p].name(), fault.toString());
-        segments[p].unlink();
+            + " retired, and the arena goes on in another: segment={}, {}", table.segment(p).name(), fault.toString());
+        table.segment(p).unlink();
     }
 
     /** The writable memory of a live slot, {@code sizeBytes} long. */
     public synchronized MemorySegment slotMemory(long slot, long sizeBytes) {
         checkOpen();
-        int p = livePosition(slot);
-        long slotBytes = p < 0 || recentFrees.holds(slot) ? -1 : allocators[p].slotBytes(offset(slot));
+        int p = table.livePosition(slot);
+        long slotBytes = p < 0 || recentFrees.holds(slot) ? -1 : table.allocator(p).slotBytes(offset(slot));
         if (slotBytes < sizeBytes || sizeBytes < 0) {
             throw new IllegalArgumentException("not a live slot of this size: slot=0x" + Long.toHexString(slot)
                 + ", sizeBytes=" + sizeBytes + ", slotBytes=" + slotBytes);
         }
-        return segments[p].slice(offset(slot), sizeBytes);
+        return table.segment(p).slice(offset(slot), sizeBytes);
     }
 
     /** The file name of the segment holding a live slot. */
@@ -379,12 +345,7 @@ public final class SegmentedArena implements AutoCloseable {
      * pinning hooks in here).
      */
     public synchronized void mappingListener(MappingListener listener) {
-        this.listener = listener;
-        for (int p = 0; p < positionsInUse; p++) {
-            if (segments[p] != null) {
-                listener.mapped(segments[p]);
-            }
-        }
+        space.mappingListener(listener);
     }
 
     /** The whole writable mapping of the segment holding a live slot; the slot starts at {@link #offset}. */
@@ -407,11 +368,11 @@ public final class SegmentedArena implements AutoCloseable {
 
     private MappedSegment segmentOf(long slot) {
         checkOpen(); // a send racing close learns that the arena closed, not that its slot is unknown
-        int p = livePosition(slot);
+        int p = table.livePosition(slot);
         if (p < 0) {
             throw new IllegalArgumentException("not a slot of a live segment: slot=0x" + Long.toHexString(slot));
         }
-        return segments[p];
+        return table.segment(p);
     }
 
     /** The byte offset of a slot inside its segment. */
@@ -422,25 +383,7 @@ public final class SegmentedArena implements AutoCloseable {
     /** An atomic snapshot of sizes and counters. */
     public synchronized ArenaStats stats() {
         returnRecentFrees(); // the figures are the trees' own
-        long capacity = 0;
-        long used = 0;
-        long largest = 0;
-        long largestPerSegment = 0; // a block cannot span segments: each segment's largest counts whole
-        long live = 0;
-        for (int p = 0; p < positionsInUse; p++) {
-            FirstFitAllocator allocator = allocators[p];
-            if (allocator != null) {
-                capacity += allocator.capacityBytes();
-                used += allocator.usedBytes();
-                largest = Math.max(largest, allocator.largestFreeBlockBytes());
-                largestPerSegment += allocator.largestFreeBlockBytes();
-                live += allocator.liveSlots();
-            }
-        }
-        long free = capacity - used;
-        double fragmentation = free == 0 ? 0.0 : 1.0 - (double) largestPerSegment / free;
-        return new ArenaStats(segmentCount, capacity, used, free, largest, fragmentation, live,
-            reserves, frees, failedReserves, refusedFrees);
+        return table.stats(reserves, frees, failedReserves, refusedFrees);
     }
 
     /**
@@ -449,34 +392,7 @@ public final class SegmentedArena implements AutoCloseable {
      */
     public synchronized String occupancyMap(int cells) {
         returnRecentFrees();
-        StringBuilder map = new StringBuilder();
-        for (int p = 0; p < positionsInUse; p++) {
-            FirstFitAllocator allocator = allocators[p];
-            if (allocator == null) {
-                continue;
-            }
-            long capacity = allocator.capacityBytes();
-            long[] free = new long[cells];
-            allocator.forEachFreeBlock((offset, size) -> {
-                for (int c = (int) (offset * cells / capacity); c < cells && cellStart(c, capacity, cells) < offset + size; c++) {
-                    long from = Math.max(offset, cellStart(c, capacity, cells));
-                    long to = Math.min(offset + size, cellStart(c + 1, capacity, cells));
-                    free[c] += Math.max(0, to - from);
-                }
-            });
-            if (!map.isEmpty()) {
-                map.append(',');
-            }
-            for (int c = 0; c < cells; c++) {
-                long cellBytes = cellStart(c + 1, capacity, cells) - cellStart(c, capacity, cells);
-                map.append(free[c] == 0 ? '#' : free[c] >= cellBytes ? '.' : '+');
-            }
-        }
-        return map.toString();
-    }
-
-    private static long cellStart(int cell, long capacity, int cells) {
-        return capacity * cell / cells;
+        return table.occupancyMap(cells);
     }
 
     /** Whose segments these are. */
@@ -506,9 +422,9 @@ public final class SegmentedArena implements AutoCloseable {
      * Segments grown later get new files, which {@link #close()} unlinks.
      */
     public synchronized void unlinkSegments() {
-        for (int p = 0; p < positionsInUse; p++) {
-            if (segments[p] != null) {
-                segments[p].unlink();
+        for (int p = 0; p < table.positions(); p++) {
+            if (table.segment(p) != null) {
+                table.segment(p).unlink();
             }
         }
     }
@@ -522,10 +438,10 @@ public final class SegmentedArena implements AutoCloseable {
     private synchronized void removeAll() {
         ShutdownCleanup.unregister(this);
         RuntimeException failure = null;
-        for (int p = 0; p < positionsInUse; p++) {
-            if (segments[p] != null) {
+        for (int p = 0; p < table.positions(); p++) {
+            if (table.segment(p) != null) {
                 try {
-                    removeSegment(p);
+                    space.remove(p);
                 } catch (RuntimeException e) {
                     if (failure == null) {
                         failure = e;
@@ -535,115 +451,21 @@ public final class SegmentedArena implements AutoCloseable {
                 }
             }
         }
+        space.close();
         sweeper.leave();
         if (failure != null) {
             throw failure;
         }
     }
 
-    // Returns the new segment's position, or -1 when the cap is reached or the file system is full.
-    private int grow(long bytes, boolean dedicatedSegment) {
-        while (segmentsBytes + bytes > ceilingBytes()) {
-            if (!removeAnIdleDedicatedSegment()) {
-                return -1;
-            }
-        }
-        int p = 0;
-        while (segments[p] != null) {
-            p++;
-        }
-        MappedSegment segment;
-        try {
-            segment = createSegment(bytes);
-        } catch (ShmFullException e) {
-            if (!shmFullWarned) {
-                shmFullWarned = true;
-                LOG.warn("shared memory is full, the arena cannot grow: {}", e.getMessage());
-            } else {
-                LOG.debug("shared memory is full, the arena cannot grow: {}", e.getMessage());
-            }
-            return -1;
-        }
-        shmFullWarned = false;
-        segments[p] = segment;
-        allocators[p] = new FirstFitAllocator(bytes);
-        dedicated[p] = dedicatedSegment;
-        generations[p] = SlotHandle.nextGeneration(generations[p]);
-        positionsInUse = Math.max(positionsInUse, p + 1);
-        segmentCount++;
-        segmentsBytes += bytes;
-        assert segmentCount <= maxSegments : "each segment is at least segmentBytes: the ceiling bounds the count";
-        listener.mapped(segment);
-        LOG.debug("arena grew: segment={}, sizeBytes={}, dedicated={}, segments={}",
-            segment.name(), bytes, dedicatedSegment, segmentCount);
-        Posix.FileSystemSpace space = Posix.statvfs(dir.toString());
-        long usedBytes = space.totalBytes() - space.availableBytes();
-        if (usedBytes > CapacityWarnings.SHM_USE_WARN_FRACTION * space.totalBytes()) {
-            warnings.held(CapacityWarnings.Kind.SHM_ABOVE_80_PERCENT, "the shared-memory directory is more than 80%"
-                + " used: dir={}, usedBytes={} ({}), fileSystemBytes={} ({}): other entities' arenas may soon spill;"
-                + " see mstar-shm doctor", dir, usedBytes, mib(usedBytes), space.totalBytes(), mib(space.totalBytes()));
-        }
-        return p;
-    }
-
-    // At the cap, an idle dedicated segment gives its room back (the largest: it frees the most).
-    private boolean removeAnIdleDedicatedSegment() {
-        int largest = -1;
-        for (int p = 0; p < positionsInUse; p++) {
-            if (isIdleDedicated(p) && (largest < 0 || allocators[p].capacityBytes() > allocators[largest].capacityBytes())) {
-                largest = p;
-            }
-        }
-        if (largest >= 0) {
-            removeSegment(largest);
-        }
-        return largest >= 0;
+    /** The node budget's bytes and what every arena committed to it, or null without one. */
+    public synchronized long[] nodeBudget() {
+        return space.nodeBudget();
     }
 
     /** The operator warnings and how often each condition held. */
     CapacityWarnings warnings() {
         return warnings;
-    }
-
-    private MappedSegment createSegment(long bytes) {
-        for (int attempt = 1; ; attempt++) {
-            String name = owner.segmentName(nextIndex++);
-            try {
-                return MappedSegment.create(dir, name, bytes);
-            } catch (NativeCallException e) {
-                // Someone else's file (or a planted link) at our name: never touch it, take the next name.
-                if (e.errno() != Posix.EEXIST || attempt == NAME_ATTEMPTS) {
-                    throw e;
-                }
-                LOG.warn("a file already exists at a segment name, skipping it: path={}", e.path());
-            }
-        }
-    }
-
-    private void removeSegment(int p) {
-        MappedSegment segment = segments[p];
-        segments[p] = null;
-        allocators[p] = null;
-        dedicated[p] = false;
-        retired[p] = false;
-        segmentCount--;
-        segmentsBytes -= segment.sizeBytes();
-        try {
-            listener.unmapping(segment);
-        } finally {
-            segment.close();
-        }
-    }
-
-    private int livePosition(long slot) {
-        if (slot < 0) {
-            return -1;
-        }
-        int p = SlotHandle.position(slot);
-        if (p >= positionsInUse || segments[p] == null || generations[p] != SlotHandle.generation(slot)) {
-            return -1;
-        }
-        return p;
     }
 
     /** Whether close has begun: every slot went with it. */
@@ -662,7 +484,4 @@ public final class SegmentedArena implements AutoCloseable {
         return (value + alignment - 1) & -alignment;
     }
 
-    private static String mib(long bytes) {
-        return (bytes >> 20) + " MiB";
-    }
 }

@@ -1,6 +1,7 @@
 package io.mstar.transport.channel;
 
 import io.mstar.transport.posix.Posix;
+import io.mstar.transport.posix.RangeLocks;
 import io.mstar.transport.shm.MappedSegment;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
@@ -124,7 +125,7 @@ final class DeadWriters implements AutoCloseable {
         for (int slot = 0; slot < MailboxDescriptor.WRITERS; slot++) {
             long offset = MailboxDescriptor.writerSlotOffset(slot);
             if (file.memory().get(ValueLayout.JAVA_BYTE, offset) != 0
-                && !Posix.rangeLockedByOther(writersFd, offset, 1, file.path())) {
+                && !RangeLocks.lockedByOther(writersFd, offset, 1, file.path())) {
                 dead.add(slot);
             }
         }

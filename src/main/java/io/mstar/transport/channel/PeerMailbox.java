@@ -2,6 +2,7 @@ package io.mstar.transport.channel;
 
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.posix.Posix;
+import io.mstar.transport.posix.RangeLocks;
 import io.mstar.transport.shm.MappedSegment;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
@@ -50,7 +51,7 @@ final class PeerMailbox {
     private static int register(MappedSegment file, int fd) {
         for (int slot = 0; slot < MailboxDescriptor.WRITERS; slot++) {
             long offset = MailboxDescriptor.writerSlotOffset(slot);
-            if (Posix.tryLockRange(fd, offset, 1, file.path())) {
+            if (RangeLocks.tryLock(fd, offset, 1, file.path())) {
                 file.memory().set(ValueLayout.JAVA_BYTE, offset, (byte) 1);
                 return slot;
             }

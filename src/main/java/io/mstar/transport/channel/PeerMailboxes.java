@@ -14,6 +14,7 @@ import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
@@ -81,6 +82,38 @@ final class PeerMailboxes {
             peers.put(toEntity, mapped);
             return mapped;
         }
+    }
+
+    /** As {@link ShmMailbox#isAlive}; a mapping it holds is looked at inside {@code guard}. */
+    boolean isAlive(String peer, RingGuard guard) {
+        int at = peer.indexOf('@');
+        String name = at < 0 ? peer : peer.substring(0, at);
+        long incarnation = at < 0 ? 0 : Long.parseUnsignedLong(peer.substring(at + 1), 16);
+        if (!guard.tryEnter()) {
+            return true; // closing: decide nothing for the transport
+        }
+        try {
+            PeerMailbox known = cached(name);
+            if (known != null && (incarnation == 0 || known.incarnation == incarnation)) {
+                return known.ownerAlive();
+            }
+        } finally {
+            guard.exit();
+        }
+        long live = liveIncarnation(name);
+        return live != 0 && (incarnation == 0 || live == incarnation);
+    }
+
+    /** Waits until {@code peer} runs (its mailbox exists, is held and ready), or the timeout passes. */
+    boolean awaitLive(String peer, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (liveIncarnation(peer) == 0) {
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            Thread.sleep(5);
+        }
+        return true;
     }
 
     /** The cached mapping of the peer, if any (no check). */

@@ -9,23 +9,16 @@ import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.ConfigurationException;
 import io.mstar.transport.exceptions.DescriptorFormatException;
 import io.mstar.transport.exceptions.EntityInUseException;
-import io.mstar.transport.exceptions.MstarTransportException;
-import io.mstar.transport.exceptions.NativeCallException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
-import io.mstar.transport.lifecycle.CloseOnce;
-import io.mstar.transport.lifecycle.DirectoryEntries;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
-import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
 import io.mstar.transport.lifecycle.ShmDirectory;
 import io.mstar.transport.lifecycle.Sweeper;
 import io.mstar.transport.liveness.ConsumerLiveness;
 import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.naming.ShmNames;
-import io.mstar.transport.posix.Posix;
 import io.mstar.transport.shm.MappedSegment;
-import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -33,15 +26,12 @@ import org.slf4j.LoggerFactory;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import java.util.function.BooleanSupplier;
 import java.util.function.ToIntFunction;
@@ -69,11 +59,13 @@ import java.util.function.ToIntFunction;
  * <p>Needs the JVM flag {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} on JDK 25 (Agrona
  * 2.6's buffers use that package); {@link #open} checks for it first and names the flag.
  *
- * <p>One class on purpose: its receive side, its send loop and close share one guard (a thread touches
- * a ring only between {@code enter()} and {@code exit()}); the peers' mappings are
- * {@link PeerMailboxes}', the recovery from dead writers {@link DeadWriters}', the checked reading
- * {@link RingReader}'s and its refusals {@link Refusals}', the message layout
- * {@link MailboxMessage}'s and the file layout {@link MailboxDescriptor}'s.
+ * <p>One class on purpose: it is the channel a process opens, and what is left here is the guard around each
+ * role's class. Its receive side, its sends and close share one guard (a thread touches a ring only between
+ * {@code enter()} and {@code exit()}: {@link RingGuard}); each role is a class of its own: making the file {@link MailboxFile}, the
+ * peers' mappings {@link PeerMailboxes}, writing into their rings {@link RingWriter}, the checked reading
+ * {@link RingReader} and its refusals {@link Refusals}, the recovery from dead writers {@link DeadWriters}, a
+ * reader's wait {@link Waiting} and sleep {@link Doorbell}, the message layout {@link MailboxMessage} and the
+ * file layout {@link MailboxDescriptor}.
  */
 public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     private static final Logger LOG = LoggerFactory.getLogger(ShmMailbox.class);
@@ -86,19 +78,6 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      * or a busy machine's scheduling delay, short enough that a stopped or buggy writer cannot hold the ring.
      */
     static final long STUCK_CLAIM_MS = 3000;
-    private static final long SEND_TIMEOUT_NS = 30_000_000_000L;
-    /** Looks at an empty ring, a pause between two, before a waiting thread yields. */
-    static final int SPINS_BEFORE_SLEEP = 20;
-    /**
-     * Yields before a waiting thread sleeps: on a quiet machine a yield hands the core to this process's other
-     * thread (the producer, the ACK thread) for a moment and the message often comes meanwhile, cheaper than a
-     * sleep and a wake. On a busy one a yield hands it to a neighbour for a whole time slice: a yield that took
-     * {@value #BUSY_YIELD_NS} ns or more turns yields off, in this process, for {@value #YIELDS_OFF_NS} ns.
-     */
-    static final int YIELDS_BEFORE_SLEEP = 100;
-    static final long BUSY_YIELD_NS = 500_000;
-    static final long YIELDS_OFF_NS = 100_000_000L;
-    private static volatile long yieldsOffUntil = System.nanoTime();
     /** The longest sleep of a waiting thread: it then looks again (a dead sender's claim, a closing mailbox). */
     static final long MAX_SLEEP_MS = 100;
 
@@ -114,16 +93,11 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     private final Doorbell doorbell; // our readers sleep on it; senders ring it
     private final PeerMailboxes peers;
     private final Refusals refusals;
-    // One message buffer per sending thread, as large as any peer's largest message: sends allocate none.
-    private final ThreadLocal<Outbox> outboxes = ThreadLocal.withInitial(Outbox::allocate);
+    private final RingWriter writer; // into peers' rings
     private final byte[] entityAscii; // the sender name every message starts with
     private final DeadWriters deadWriters;
     private final MailboxMessage.Inbox polled = new MailboxMessage.Inbox(); // copied out of the ring, then dispatched
     private int pollDepth; // of the polling thread (one at a time)
-    // Agrona reads and writes the rings through raw addresses, which nothing guards once unmapped: a
-    // thread touches a ring only between enter() and exit(), and close() unmaps only when none does
-    // (a shutdown hook closes while application threads still poll and send).
-    private final AtomicInteger inRing = new AtomicInteger();
     // The thread handing polled messages to a listener now, or null: close() lets it finish before the file's lock
     // (our liveness) goes, since producers free what we read once we look dead (a SIGTERM during a handler).
     private volatile Thread dispatching;
@@ -133,7 +107,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      * a listener in progress, so a test can show that the wait is what keeps a stopping consumer's bytes intact.
      */
     static final boolean NO_DISPATCH_WAIT = Boolean.getBoolean("mstar.test.noDispatchWait");
-    private final CloseOnce closer = new CloseOnce();
+    private final RingGuard guard; // who is inside the rings: close unmaps once none is
 
     private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper) {
         this.deployment = deployment;
@@ -144,6 +118,8 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         this.file = file;
         this.sweeper = sweeper;
         this.peers = new PeerMailboxes(dir, namespace, entity);
+        this.guard = new RingGuard(peers, entity);
+        this.writer = new RingWriter(peers, entityAscii, guard::isClosed, guard::closedException);
         this.inbox = PeerMailbox.ring(file);
         this.inboxReader = new RingReader(inbox);
         this.doorbell = new Doorbell(file.memory());
@@ -165,14 +141,14 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      * @throws EntityInUseException   when a live process already runs as this entity
      */
     public static ShmMailbox open(Deployment deployment) {
-        checkAgronaAccess();
+        MailboxFile.checkAgronaAccess();
         Path dir = ShmDirectory.prepare(deployment.directory());
         Sweeper sweeper = Sweeper.join(dir, deployment.config().reclaimInterval());
         MappedSegment file = null;
         ShmMailbox mailbox = null;
         boolean ok = false;
         try {
-            file = createMailboxFile(dir, ShmNames.mailbox(new Namespace(deployment.namespace()), deployment.entity()));
+            file = MailboxFile.create(dir, ShmNames.mailbox(new Namespace(deployment.namespace()), deployment.entity()));
             mailbox = new ShmMailbox(deployment, file, sweeper);
             ShutdownCleanup.register(mailbox); // refused once the JVM stops: then the file goes at once
             ok = true;
@@ -188,53 +164,6 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
                     sweeper.leave();
                 }
             }
-        }
-    }
-
-    // A mailbox already at the name is a dead predecessor's (removed, then ours is made) or a live owner's.
-    private static MappedSegment createMailboxFile(Path dir, String name) {
-        long deadline = System.nanoTime() + TAKE_OVER_TIMEOUT_MS * 1_000_000L;
-        while (true) {
-            try {
-                return MappedSegment.create(dir, name, MailboxDescriptor.FILE_BYTES);
-            } catch (NativeCallException e) {
-                if (e.errno() != Posix.EEXIST) {
-                    throw e;
-                }
-            }
-            if (Reclaimer.reclaimIfDead(dir, name) >= 0) {
-                LOG.info("took the place of a dead process of the same entity: removed its mailbox {}", name);
-                continue;
-            }
-            int ownerUid = DirectoryEntries.ownerUid(dir.resolve(name));
-            if (ownerUid >= 0 && ownerUid != Posix.geteuid()) {
-                throw new EntityInUseException("another user's file takes this entity's mailbox name: path="
-                    + dir.resolve(name) + ", ownerUid=" + ownerUid + ", ourUid=" + Posix.geteuid() + ": remove it (as"
-                    + " its owner or root), or give the deployment a directory no other user can write (MSTAR_SHM_DIR,"
-                    + " docs/security.md)");
-            }
-            if (System.nanoTime() > deadline) {
-                throw new EntityInUseException("another live process runs as this entity in this deployment (it holds"
-                    + " the mailbox): path=" + dir.resolve(name) + ": give each process its own entity, or stop the"
-                    + " other one first");
-            }
-            PeerMailboxes.sleepMs(10); // a sweep or a peer's probe holds it for a moment, or its owner lives
-        }
-    }
-
-    /** Fails, naming the flag, when Agrona's buffers could not reach {@code jdk.internal.misc}. */
-    public static void checkAgronaAccess() {
-        Module agrona;
-        try {
-            agrona = Class.forName("org.agrona.concurrent.UnsafeBuffer", false, ShmMailbox.class.getClassLoader()).getModule();
-        } catch (ClassNotFoundException e) {
-            throw new ConfigurationException("the mailbox needs Agrona (org.agrona:agrona) on the class path");
-        }
-        if (!Object.class.getModule().isExported("jdk.internal.misc", agrona)) {
-            String target = agrona.isNamed() ? agrona.getName() : "ALL-UNNAMED";
-            throw new ConfigurationException("the shared-memory mailbox needs a JVM flag: add --add-exports"
-                + " java.base/jdk.internal.misc=" + target + " to the java command (Agrona 2.6 on JDK "
-                + Runtime.version().feature() + "); transports without the mailbox do not need it");
         }
     }
 
@@ -254,35 +183,13 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      * the process dies, even by SIGKILL) and, for a given incarnation, that it is still that one.
      */
     public boolean isAlive(String peer) {
-        int at = peer.indexOf('@');
-        String name = at < 0 ? peer : peer.substring(0, at);
-        long incarnation = at < 0 ? 0 : Long.parseUnsignedLong(peer.substring(at + 1), 16);
-        if (!tryEnter()) {
-            return true; // closing: decide nothing for the transport
-        }
-        try {
-            PeerMailbox known = peers.cached(name);
-            if (known != null && (incarnation == 0 || known.incarnation == incarnation)) {
-                return known.ownerAlive();
-            }
-        } finally {
-            exit();
-        }
-        long live = peers.liveIncarnation(name);
-        return live != 0 && (incarnation == 0 || live == incarnation);
+        return peers.isAlive(peer, guard);
     }
 
     /** Waits until {@code peer} runs (its mailbox exists, is held and ready), or the timeout passes. */
     @Override
     public boolean awaitPeer(String peer, Duration timeout) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (peers.liveIncarnation(ShmNames.checkEntity(peer)) == 0) {
-            if (System.nanoTime() > deadline) {
-                return false;
-            }
-            Thread.sleep(5);
-        }
-        return true;
+        return peers.awaitLive(ShmNames.checkEntity(peer), timeout);
     }
 
     /**
@@ -294,8 +201,8 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         String delivered;
         try {
             delivered = sendBatched(toEntity, MailboxMessage.DESCRIPTORS, descriptors, DescriptorCodec::encodedLength,
-                (out, d) -> out.message.position(out.message.position()
-                    + DescriptorCodec.encode(d, out.segment, out.message.position())));
+                (out, d) -> out.message().position(out.message().position()
+                    + DescriptorCodec.encode(d, out.segment(), out.message().position())));
         } catch (PeerUnavailableException e) {
             neverReached(toEntity, descriptors);
             throw e;
@@ -318,7 +225,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     @Override
     public void sendAcks(String toEntity, Collection<UUID> uuids) {
         sendBatched(toEntity, MailboxMessage.ACKS, uuids, uuid -> MailboxMessage.UUID_LENGTH,
-            (out, uuid) -> out.message.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()));
+            (out, uuid) -> out.message().putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()));
     }
 
     @Override
@@ -327,15 +234,9 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
             throw new DescriptorFormatException("length", "the record declares another length than " + length);
         }
         String delivered;
-        enter();
+        guard.enter();
         try {
-            PeerMailbox peer = peers.get(toEntity);
-            Outbox out = outboxes.get();
-            MailboxMessage.start(out.message, entityAscii);
-            MemorySegment.copy(record, offset, out.segment, out.message.position(), length);
-            out.message.position(out.message.position() + length);
-            flush(peer, MailboxMessage.DESCRIPTORS, out, 1);
-            delivered = peer.key();
+            delivered = writer.writeRecord(toEntity, record, offset, length);
         } catch (PeerUnavailableException e) {
             ConsumerLiveness attached = producer;
             if (attached != null) {
@@ -344,7 +245,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
             }
             throw e;
         } finally {
-            exit();
+            guard.exit();
         }
         ConsumerLiveness attached = producer;
         if (attached != null) {
@@ -363,15 +264,11 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     }
 
     private void sendOne(String toEntity, int type, long uuidMsb, long uuidLsb) {
-        enter();
+        guard.enter();
         try {
-            PeerMailbox peer = peers.get(toEntity);
-            Outbox out = outboxes.get();
-            MailboxMessage.start(out.message, entityAscii);
-            out.message.putLong(uuidMsb).putLong(uuidLsb);
-            flush(peer, type, out, 1);
+            writer.writeOne(toEntity, type, uuidMsb, uuidLsb);
         } finally {
-            exit();
+            guard.exit();
         }
     }
 
@@ -381,100 +278,23 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
             throw new IllegalArgumentException(count + " ACKs need " + 2L * count + " uuid halves, given "
                 + uuidHalves.length);
         }
-        enter();
+        guard.enter();
         try {
-            PeerMailbox peer = peers.get(toEntity);
-            int max = peer.ring.maxMsgLength();
-            Outbox out = outboxes.get();
-            int inMessage = 0;
-            for (int k = 0; k < count; k++) {
-                if (inMessage == 0) {
-                    MailboxMessage.start(out.message, entityAscii);
-                }
-                out.message.putLong(uuidHalves[2 * k]).putLong(uuidHalves[2 * k + 1]);
-                inMessage++;
-                if (out.message.position() + MailboxMessage.UUID_LENGTH > max) {
-                    flush(peer, MailboxMessage.ACKS, out, inMessage);
-                    inMessage = 0;
-                }
-            }
-            if (inMessage > 0) {
-                flush(peer, MailboxMessage.ACKS, out, inMessage);
-            }
+            writer.writeAcks(toEntity, uuidHalves, count);
         } finally {
-            exit();
+            guard.exit();
         }
     }
 
     // Packs items into as few ring messages as the ring's message limit allows, in order; returns the key of
     // the incarnation that got them.
     private <T> String sendBatched(String toEntity, int type, Collection<T> items, ToIntFunction<T> length,
-                                   BiConsumer<Outbox, T> write) {
-        enter();
+                                   BiConsumer<RingWriter.Outbox, T> write) {
+        guard.enter();
         try {
-            PeerMailbox peer = peers.get(toEntity);
-            int max = peer.ring.maxMsgLength();
-            Outbox out = outboxes.get();
-            ByteBuffer message = out.message;
-            int count = 0;
-            for (T item : items) {
-                if (count > 0 && message.position() + length.applyAsInt(item) > max) {
-                    flush(peer, type, out, count);
-                    count = 0;
-                }
-                if (count == 0) {
-                    MailboxMessage.start(message, entityAscii);
-                }
-                write.accept(out, item);
-                count++;
-            }
-            if (count > 0) {
-                flush(peer, type, out, count);
-            }
-            return peer.key();
+            return writer.writeBatched(toEntity, type, items, length, write);
         } finally {
-            exit();
-        }
-    }
-
-    // Called between enter() and exit().
-    private void flush(PeerMailbox peer, int type, Outbox out, int count) {
-        MailboxMessage.finish(out.message, entityAscii.length, count);
-        if (peer.ring.write(type, out.buffer, 0, out.message.position())) {
-            peer.doorbell.ring();
-            return; // the common case reads no clock: a clock read costs as much as the write on some VMs
-        }
-        long start = System.nanoTime();
-        long nextCheck = start + PeerMailboxes.CHECK_INTERVAL_MS * 1_000_000L;
-        while (!peer.ring.write(type, out.buffer, 0, out.message.position())) {
-            if (closer.isClosed()) {
-                throw closedException();
-            }
-            long now = System.nanoTime();
-            if (now - nextCheck > 0) { // a full ring whose reader died never drains
-                nextCheck = now + PeerMailboxes.CHECK_INTERVAL_MS * 1_000_000L;
-                if (!peer.ownerAlive()) {
-                    peers.retire(peer);
-                    throw peers.unavailable(peer.entity, "died with its mailbox full");
-                }
-            }
-            if (now - start > SEND_TIMEOUT_NS) {
-                throw new MstarTransportException("mailbox full: entity=" + peer.entity + " took no message for "
-                    + SEND_TIMEOUT_NS / 1_000_000_000L + " s; is it polling its mailbox?");
-            }
-            Thread.onSpinWait();
-        }
-        peer.doorbell.ring();
-    }
-
-    /**
-     * One sending thread's message buffer, as large as any peer's largest message, with the two views that
-     * encoding and the ring need: made once per thread, so sends allocate none of them.
-     */
-    private record Outbox(ByteBuffer message, MemorySegment segment, UnsafeBuffer buffer) {
-        static Outbox allocate() {
-            ByteBuffer message = ByteBuffer.allocate(MailboxDescriptor.RING_BYTES / 8).order(ByteOrder.LITTLE_ENDIAN);
-            return new Outbox(message, MemorySegment.ofArray(message.array()), new UnsafeBuffer(message.array()));
+            guard.exit();
         }
     }
 
@@ -507,7 +327,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
 
     private int poll(MailboxMessage.Inbox polled, Listener objects, RecordListener records, int limit) {
         int read;
-        enter();
+        guard.enter();
         try {
             long skippedBefore = inboxReader.skippedRecords();
             read = inboxReader.read(polled, limit);
@@ -520,7 +340,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
                 deadWriters.progressed();
             }
         } finally {
-            exit();
+            guard.exit();
         }
         Thread outer = dispatching;
         dispatching = Thread.currentThread();
@@ -558,80 +378,34 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
 
     /**
      * Waits, without using a CPU, until a message may wait in this mailbox, {@code ready} holds, or
-     * {@code timeoutNs} passes (at most {@value #MAX_SLEEP_MS} ms at a time); after a short spin, in case one
-     * comes at once. Any thread may wait; returns early on a wake, and the caller polls again.
+     * {@code timeoutNs} passes (at most {@value #MAX_SLEEP_MS} ms at a time); after a short spin and yields
+     * ({@link Waiting}), in case one comes at once. Any thread may wait; returns early on a wake, and the caller polls again.
      */
     public void awaitMessage(long timeoutNs, BooleanSupplier ready) {
-        if (!tryEnter()) {
+        if (!guard.tryEnter()) {
             return; // closing: the caller's next poll says so
         }
         try {
-            if (spinAndYield(ready)) {
+            if (Waiting.spinThenYield(inboxReader, ready, guard)) {
                 return;
             }
             doorbell.prepareToSleep();
-            if (!inboxReader.hasMessage() && !ready.getAsBoolean() && !closer.isClosed()) {
+            if (!inboxReader.hasMessage() && !ready.getAsBoolean() && !guard.isClosed()) {
                 doorbell.sleep(Math.min(timeoutNs, MAX_SLEEP_MS * 1_000_000L));
             }
         } finally {
-            exit();
+            guard.exit();
         }
-    }
-
-    // Called between enter() and exit(): whether a message or `ready` came while it spun, then yielded.
-    private boolean spinAndYield(BooleanSupplier ready) {
-        for (int i = 0; i < SPINS_BEFORE_SLEEP; i++) {
-            if (inboxReader.hasMessage() || ready.getAsBoolean()) {
-                return true;
-            }
-            Thread.onSpinWait();
-        }
-        for (int i = 0; i < YIELDS_BEFORE_SLEEP && System.nanoTime() - yieldsOffUntil > 0 && !closer.isClosed(); i++) {
-            if (inboxReader.hasMessage() || ready.getAsBoolean()) {
-                return true;
-            }
-            long before = System.nanoTime();
-            Thread.yield();
-            long after = System.nanoTime();
-            if (after - before > BUSY_YIELD_NS) { // another thread took the core for a time slice: the machine is busy
-                yieldsOffUntil = after + YIELDS_OFF_NS;
-                break;
-            }
-        }
-        return false;
     }
 
     /** Wakes this mailbox's waiting threads: something they wait for came another way (another node, an outcome). */
     public void wake() {
-        if (tryEnter()) {
+        if (guard.tryEnter()) {
             try {
                 doorbell.ring();
             } finally {
-                exit();
+                guard.exit();
             }
-        }
-    }
-
-    private void enter() {
-        if (!tryEnter()) {
-            throw closedException();
-        }
-    }
-
-    private boolean tryEnter() {
-        inRing.incrementAndGet();
-        if (closer.isClosed()) { // read after the increment: close() sets it before it waits for inRing to drain
-            exit();
-            return false;
-        }
-        return true;
-    }
-
-    private void exit() {
-        // The last thread out unmaps retired peers: a thread that could still use one is inside, and no
-        // thread that enters later can find one.
-        if (inRing.decrementAndGet() == 0 && peers.hasRetired()) {
-            peers.closeRetired();
         }
     }
 
@@ -652,18 +426,14 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         }
     }
 
-    private IllegalStateException closedException() {
-        return new IllegalStateException("mailbox is closed: entity=" + entity);
-    }
-
     /** The counts below, together. */
     public TensorEndpoint.MailboxStats stats() {
         long[] unread = {0, 0};
-        if (tryEnter()) {
+        if (guard.tryEnter()) {
             try {
                 unread = inboxReader.unread();
             } finally {
-                exit();
+                guard.exit();
             }
         }
         return new TensorEndpoint.MailboxStats(garbageRecords(), badMessages(), unblocks(), unread[0], unread[1]);
@@ -694,17 +464,14 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      */
     @Override
     public void close() {
-        closer.close(this::release);
+        guard.close(this::release);
     }
 
     private void release() {
         awaitDispatch();
         peers.stopMapping();
         ShutdownCleanup.unregister(this);
-        while (inRing.get() > 0) { // each holder leaves within one ring operation, one write attempt or one wake
-            doorbell.wakeAll();
-            Thread.onSpinWait();
-        }
+        guard.awaitNoneInside(doorbell::wakeAll);
         peers.closeAll();
         try {
             deadWriters.close();

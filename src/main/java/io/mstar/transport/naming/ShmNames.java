@@ -18,6 +18,7 @@ import java.util.regex.Pattern;
  *   stats:   mstar_&lt;ns&gt;_stats_&lt;entity&gt;_&lt;nonce&gt;[.next]
  *   mailbox: mstar_&lt;ns&gt;_mailbox_&lt;entity&gt;
  *   aeron:   mstar_&lt;ns&gt;_aeron_&lt;entity&gt;_&lt;nonce&gt;  (a directory: the embedded Aeron media driver's, in it)
+ *   budget:  mstar_&lt;ns&gt;_budget_node  (the deployment's node budget, shared by its arenas: lifecycle.NodeBudget)
  *   demo:    mstar-demo-&lt;nonce&gt;  (a directory the demo command works in)
  * </pre>
  */
@@ -49,13 +50,15 @@ public final class ShmNames {
     /** Any directory of an embedded Aeron media driver, of any namespace: groups namespace, entity, nonce. */
     public static final Pattern AERON =
         Pattern.compile(PREFIX + "([0-9a-f]{16})_aeron_(" + ENTITY_CHARS + ")_([0-9a-f]{8})");
+    /** Any node budget file, of any namespace: groups namespace and the fixed word "node" in the entity's place. */
+    public static final Pattern BUDGET = Pattern.compile(PREFIX + "([0-9a-f]{16})_budget_(node)");
     /** A working directory of the demo command. */
     public static final Pattern DEMO_DIR = Pattern.compile("mstar-demo-([0-9a-f]{8})");
 
     /** The kinds of file, each with its pattern; group 1 is the namespace and group 2 the entity in every one. */
     public enum Kind {
         SEGMENT(ShmNames.SEGMENT), SPILL(ShmNames.SPILL), STATS(ShmNames.STATS), MAILBOX(ShmNames.MAILBOX),
-        AERON(ShmNames.AERON);
+        AERON(ShmNames.AERON), BUDGET(ShmNames.BUDGET);
 
         private final Pattern pattern;
 
@@ -79,7 +82,8 @@ public final class ShmNames {
         for (Kind kind : Kind.values()) {
             Matcher m = kind.pattern.matcher(name);
             if (m.matches() && isEntity(m.group(2))) {
-                return new Parsed(kind, m.group(1), m.group(2), kind == Kind.MAILBOX ? "mailbox" : m.group(3));
+                return new Parsed(kind, m.group(1), m.group(2), kind == Kind.MAILBOX ? "mailbox"
+                    : kind == Kind.BUDGET ? "budget" : m.group(3));
             }
         }
         return null;
@@ -113,6 +117,11 @@ public final class ShmNames {
     /** The name of the stats file of owner {@code nonce}. */
     public static String stats(Namespace ns, String entity, String nonce) {
         return PREFIX + ns.id() + "_stats_" + checkEntity(entity) + "_" + nonce;
+    }
+
+    /** The deployment's node budget file. */
+    public static String budget(Namespace ns) {
+        return PREFIX + ns.id() + "_budget_node";
     }
 
     /** The directory an owner's embedded Aeron media driver runs in. */

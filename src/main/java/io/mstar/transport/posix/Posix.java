@@ -89,8 +89,6 @@ public final class Posix {
     private static final MethodHandle FSTAT = errnoCall("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
     private static final MethodHandle LSTAT = errnoCall("lstat", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle FLOCK = errnoCall("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle FCNTL = errnoCall("fcntl",
-        FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle STATVFS = errnoCall("statvfs", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle MMAP = errnoCall("mmap",
         FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
@@ -290,59 +288,6 @@ public final class Posix {
         } catch (Throwable t) {
             throw rethrow(t);
         }
-    }
-
-    private static final int F_OFD_GETLK = 36;
-    private static final int F_OFD_SETLK = 37;
-    private static final short F_WRLCK = 1;
-    private static final short F_UNLCK = 2;
-    // struct flock on x86-64 and aarch64 Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid.
-    private static final long FLOCK_SIZE = 32;
-    private static final long FLOCK_START_OFFSET = 8;
-    private static final long FLOCK_LEN_OFFSET = 16;
-
-    /**
-     * An open-file-description write lock on bytes {@code [offset, offset + length)} of {@code fd}'s file
-     * ({@code fcntl F_OFD_SETLK}), without waiting: true when taken. Like {@code flock}, it belongs to the
-     * open file and the kernel drops it when the file is closed or its process dies; unlike {@code flock},
-     * it locks a byte range, so one file can carry many independent locks. {@code fd} must be writable.
-     */
-    public static boolean tryLockRange(int fd, long offset, long length, String path) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            if ((int) FCNTL.invokeExact(state, fd, F_OFD_SETLK, rangeLock(arena, offset, length)) != 0) {
-                int errno = errno(state);
-                if (errno == EWOULDBLOCK || errno == EACCES) {
-                    return false;
-                }
-                throw failure("fcntl(F_OFD_SETLK)", errno, path);
-            }
-            return true;
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
-    }
-
-    /** Whether another open file holds a lock on any of bytes {@code [offset, offset + length)} ({@code F_OFD_GETLK}). */
-    public static boolean rangeLockedByOther(int fd, long offset, long length, String path) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            MemorySegment lock = rangeLock(arena, offset, length);
-            if ((int) FCNTL.invokeExact(state, fd, F_OFD_GETLK, lock) != 0) {
-                throw failure("fcntl(F_OFD_GETLK)", state, path);
-            }
-            return lock.get(JAVA_SHORT, 0) != F_UNLCK;
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
-    }
-
-    private static MemorySegment rangeLock(Arena arena, long offset, long length) {
-        MemorySegment lock = arena.allocate(FLOCK_SIZE, 8); // zeroed: l_whence SEEK_SET, l_pid 0 as OFD locks need
-        lock.set(JAVA_SHORT, 0, F_WRLCK);
-        lock.set(JAVA_LONG, FLOCK_START_OFFSET, offset);
-        lock.set(JAVA_LONG, FLOCK_LEN_OFFSET, length);
-        return lock;
     }
 
     /** {@code statvfs(path)}: the size of the file system holding path and what is still available. */

@@ -197,7 +197,7 @@ public final class RemoteLink implements AutoCloseable {
     private static Deployment landingDeployment(Deployment d) {
         TransportConfig c = d.config();
         TransportConfig landing = new TransportConfig(c.mode(), c.segmentMb(), c.maxSegments(), Duration.ZERO, c.spill(),
-            Duration.ZERO, c.pin(), c.pinMaxMb(), c.slotTtl(), c.statsInterval(), c.publishStats(), c.reclaimInterval(), c.stallWarn(), c.shmDir(),
+            Duration.ZERO, c.pin(), c.pinMaxMb(), c.slotTtl(), c.statsInterval(), c.publishStats(), c.reclaimInterval(), c.nodeMaxMb(), c.stallWarn(), c.shmDir(),
             c.deploymentToken(), c.cudartPath(), c.remote());
         return d.withConfig(landing);
     }

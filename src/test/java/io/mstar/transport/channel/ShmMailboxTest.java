@@ -9,6 +9,7 @@ import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.posix.Posix;
+import io.mstar.transport.posix.RangeLocks;
 import io.mstar.transport.shm.MappedSegment;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
@@ -70,7 +71,7 @@ class ShmMailboxTest {
     private static int registeredWriter(MappedSegment raw) {
         int writer = Posix.open(raw.path(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
         long slot = MailboxDescriptor.writerSlotOffset(MailboxDescriptor.WRITERS - 1);
-        assertTrue(Posix.tryLockRange(writer, slot, 1, raw.path()));
+        assertTrue(RangeLocks.tryLock(writer, slot, 1, raw.path()));
         raw.memory().set(ValueLayout.JAVA_BYTE, slot, (byte) 1);
         return writer;
     }
