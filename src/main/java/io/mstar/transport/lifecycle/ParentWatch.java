@@ -12,7 +12,8 @@ public final class ParentWatch {
     /** The exit code of a child whose parent died. */
     public static final int PARENT_GONE_EXIT = 75;
 
-    private static final long SIGNAL_GRACE_MS = 100;
+    // A second: on a loaded machine the signal's handler thread took longer than 100 ms to start the shutdown.
+    private static final long SIGNAL_GRACE_MS = 1000;
 
     private ParentWatch() {
     }
