@@ -67,6 +67,9 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     private final Maintenance maintenance;
     private final StatsFile stats; // null when publishing is off (MSTAR_SHM_STATS_PUBLISH)
     private static final long PUBLISH_INTERVAL_MS = 1000;
+    private static final long IDLE_PUBLISH_INTERVAL_NS = 10_000_000_000L;
+    private long publishedActivity = -1; // the Maintenance thread's
+    private long publishedAtNs;
     /** Characters per segment in the occupancy map of the stats file ({@code mstar-shm stats --map}). */
     static final int MAP_CELLS = 64;
     private final ObjectName jmxName;
@@ -306,6 +309,13 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
 
     // Logs the snapshot and rewrites the stats file that `mstar-shm stats` reads from other processes.
     private void publishStats() {
+        long activity = counters.activity();
+        long now = System.nanoTime();
+        if (activity == publishedActivity && now - publishedAtNs < IDLE_PUBLISH_INTERVAL_NS) {
+            return; // nothing moved: an idle endpoint republishes every 10 s, and costs next to nothing between
+        }
+        publishedActivity = activity;
+        publishedAtNs = now;
         TransportStats snapshot = statsSummary();
         String line = snapshot.toLogLine();
         try {

@@ -78,8 +78,11 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      * or a busy machine's scheduling delay, short enough that a stopped or buggy writer cannot hold the ring.
      */
     static final long STUCK_CLAIM_MS = 3000;
-    /** The longest sleep of a waiting thread: it then looks again (a dead sender's claim, a closing mailbox). */
-    static final long MAX_SLEEP_MS = 100;
+    /**
+     * The longest sleep of a waiting thread: it then looks again (a dead sender's claim); a closing mailbox wakes
+     * its sleepers itself. Idle, a waiting thread wakes once a second.
+     */
+    static final long MAX_SLEEP_MS = 1000;
 
     private final Deployment deployment; // the namespace descriptors are decoded against
     private final Path dir;

@@ -17,7 +17,7 @@ import java.util.function.IntSupplier;
 final class AckThread {
     private static final Logger LOG = LoggerFactory.getLogger(AckThread.class);
     /** The longest sleep between two looks at an idle mailbox. */
-    static final long IDLE_SLEEP_NS = 100_000_000L;
+    static final long IDLE_SLEEP_NS = 1_000_000_000L;
     /** How long it waits for another thread that reads the mailbox for a moment (a sender after its post). */
     static final long BUSY_PARK_NS = 20_000;
 

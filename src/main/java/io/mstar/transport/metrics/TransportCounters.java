@@ -122,6 +122,11 @@ public final class TransportCounters {
         return staleReads.incrementAndGet();
     }
 
+    /** A number that changes whenever a tensor is sent, spilled, ACKed, refused or received: a cheap "anything new?". */
+    public long activity() {
+        return tensorsSent.get() + spills.get() + acks.get() + refusals.get() + tensorsReceived.get();
+    }
+
     /** Where the view of a received tensor records the time from its receive to its close. */
     public LatencyHistogram receiveToRelease() {
         return receiveToRelease;
