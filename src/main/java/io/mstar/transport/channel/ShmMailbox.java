@@ -375,21 +375,23 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
             if (read > 0 || left <= 0) {
                 return read;
             }
-            awaitMessage(left, () -> false);
+            awaitMessage(left, () -> false, true);
         }
     }
 
     /**
      * Waits, without using a CPU, until a message may wait in this mailbox, {@code ready} holds, or
-     * {@code timeoutNs} passes (at most {@value #MAX_SLEEP_MS} ms at a time); after a short spin and yields
-     * ({@link Waiting}), in case one comes at once. Any thread may wait; returns early on a wake, and the caller polls again.
+     * {@code timeoutNs} passes (at most {@value #MAX_SLEEP_MS} ms at a time); after a short spin and, with
+     * {@code yields}, yields ({@link Waiting}), in case one comes at once; a background thread, which should not
+     * compete with the application's for the cores, passes no {@code yields}. Any thread may wait; returns early on
+     * a wake, and the caller polls again.
      */
-    public void awaitMessage(long timeoutNs, BooleanSupplier ready) {
+    public void awaitMessage(long timeoutNs, BooleanSupplier ready, boolean yields) {
         if (!guard.tryEnter()) {
             return; // closing: the caller's next poll says so
         }
         try {
-            if (Waiting.spinThenYield(inboxReader, ready, guard)) {
+            if (Waiting.spinThenYield(inboxReader, ready, guard, yields)) {
                 return;
             }
             doorbell.prepareToSleep();

@@ -21,15 +21,18 @@ final class Waiting {
     private Waiting() {
     }
 
-    /** Whether a message or {@code ready} came while it looked, then yielded; called within the mailbox's guard. */
-    static boolean spinThenYield(RingReader reader, BooleanSupplier ready, RingGuard guard) {
+    /**
+     * Whether a message or {@code ready} came while it looked, then (with {@code yields}) yielded; called within
+     * the mailbox's guard.
+     */
+    static boolean spinThenYield(RingReader reader, BooleanSupplier ready, RingGuard guard, boolean yields) {
         for (int i = 0; i < SPINS_BEFORE_SLEEP; i++) {
             if (reader.hasMessage() || ready.getAsBoolean()) {
                 return true;
             }
             Thread.onSpinWait();
         }
-        for (int i = 0; i < YIELDS_BEFORE_SLEEP && System.nanoTime() - yieldsOffUntil > 0 && !guard.isClosed(); i++) {
+        for (int i = 0; yields && i < YIELDS_BEFORE_SLEEP && System.nanoTime() - yieldsOffUntil > 0 && !guard.isClosed(); i++) {
             if (reader.hasMessage() || ready.getAsBoolean()) {
                 return true;
             }

@@ -55,7 +55,7 @@ final class AckThread {
             } else if (read == BUSY) {
                 LockSupport.parkNanos(BUSY_PARK_NS);
             } else if (read == 0) {
-                wait.awaitMessage(IDLE_SLEEP_NS, isStopped);
+                wait.awaitMessage(IDLE_SLEEP_NS, isStopped, false); // no yields: measured faster quiet (4 KiB 1.18 vs 1.03 GB/s)
             }
         }
     }

@@ -272,7 +272,7 @@ final class Endpoint implements TensorEndpoint {
         long deadline = System.nanoTime() + timeout.toNanos();
         long left;
         while (told == 0 && (left = deadline - System.nanoTime()) > 0) {
-            wait.awaitMessage(left, outcomesDecided); // an ACK for this thread to read, or outcomes another decided
+            wait.awaitMessage(left, outcomesDecided, true); // an ACK for this thread to read, or outcomes another decided
             told = pollOutcomes(limit);
         }
         return told;
@@ -316,7 +316,7 @@ final class Endpoint implements TensorEndpoint {
             if (read > 0 || left <= 0) {
                 return read;
             }
-            wait.awaitMessage(left, recordsParked); // a message, or a record the ACK thread took and parked
+            wait.awaitMessage(left, recordsParked, true); // a message, or a record the ACK thread took and parked
         }
     }
 

@@ -13,8 +13,12 @@ import java.util.function.BooleanSupplier;
  * application's own, short parks.
  */
 interface MessageWait {
-    /** Returns when a message may wait, {@code ready} holds, or {@code timeoutNs} passes; early returns are allowed. */
-    void awaitMessage(long timeoutNs, BooleanSupplier ready);
+    /**
+     * Returns when a message may wait, {@code ready} holds, or {@code timeoutNs} passes; early returns are allowed.
+     * {@code yields}: whether the thread yields a while before it sleeps (the application's threads do; the ACK
+     * thread, measured faster without, does not).
+     */
+    void awaitMessage(long timeoutNs, BooleanSupplier ready, boolean yields);
 
     /** Wakes the threads that wait: what they wait for came another way (an outcome another thread decided). */
     void wake();
@@ -23,8 +27,8 @@ interface MessageWait {
         if (channel instanceof RoutedMailbox routed) {
             return new MessageWait() {
                 @Override
-                public void awaitMessage(long timeoutNs, BooleanSupplier ready) {
-                    routed.awaitMessage(timeoutNs, ready);
+                public void awaitMessage(long timeoutNs, BooleanSupplier ready, boolean yields) {
+                    routed.awaitMessage(timeoutNs, ready, yields);
                 }
 
                 @Override
@@ -36,8 +40,8 @@ interface MessageWait {
         if (channel instanceof ShmMailbox mailbox) {
             return new MessageWait() {
                 @Override
-                public void awaitMessage(long timeoutNs, BooleanSupplier ready) {
-                    mailbox.awaitMessage(timeoutNs, ready);
+                public void awaitMessage(long timeoutNs, BooleanSupplier ready, boolean yields) {
+                    mailbox.awaitMessage(timeoutNs, ready, yields);
                 }
 
                 @Override
@@ -48,7 +52,7 @@ interface MessageWait {
         }
         return new MessageWait() {
             @Override
-            public void awaitMessage(long timeoutNs, BooleanSupplier ready) {
+            public void awaitMessage(long timeoutNs, BooleanSupplier ready, boolean yields) {
                 if (!ready.getAsBoolean()) {
                     LockSupport.parkNanos(Math.min(timeoutNs, 50_000));
                 }
