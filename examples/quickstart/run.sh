@@ -49,3 +49,7 @@ pair CLASS_PATH quickstart.Consumer quickstart.Producer
 pair MODULE_PATH quickstart.Consumer quickstart.Producer
 pair CLASS_PATH quickstart.FastConsumer quickstart.FastProducer 100000
 pair MODULE_PATH quickstart.FastConsumer quickstart.FastProducer 100000
+
+# The operator's command from a project that only depends on the artifact: its main class on the class path.
+"$JAVA" "${CLASS_PATH[@]}" io.mstar.transport.cli.MstarShm --version
+"$JAVA" "${CLASS_PATH[@]}" io.mstar.transport.cli.MstarShm stats --json > /dev/null && echo "ok: mstar-shm stats from the dependency"

@@ -16,7 +16,7 @@ package io.mstar.transport;
  * @param aborted             tensors that arrived torn (cut off, wrong checksum, bytes that stopped): freed, never
  *                            delivered
  * @param refusedHere         tensors from other nodes this node refused (no room in its arena)
- * @param connections         authenticated connections from other nodes open now
+ * @param connections         authenticated connections open now, both ways: from other nodes, and this node's to them
  * @param rejectedConnections connections closed before or after their handshake: a stranger, a wrong secret, an
  *                            entity the map does not place at that address, a broken frame, too many connections
  * @param protocolErrors      of those, the ones closed after authenticating (a peer of the deployment that broke

@@ -167,9 +167,9 @@ final class ConsumerWatch implements ConsumerLiveness {
                     + " fanOutSharesReleased={}", consumer.substring(0, consumer.length() - NEVER_REACHED.length()),
                     counts[1]);
             } else if (deadReported.add(consumer)) {
-                LOG.warn("consumer died before ACKing: consumer={}, tensorsFreed={}, fanOutSharesReleased={} (a fan-out"
-                    + " tensor is freed with its last share; count in deadConsumerReclaims)", consumer, counts[0],
-                    counts[1]);
+                LOG.warn("consumer died before ACKing, or on another node did not confirm its tensors in time: consumer={},"
+                    + " tensorsFreed={}, fanOutSharesReleased={} (a fan-out tensor is freed with its last share; count in"
+                    + " deadConsumerReclaims)", consumer, counts[0], counts[1]);
             } else {
                 LOG.debug("more of a dead consumer's tensors: consumer={}, tensorsFreed={}, fanOutSharesReleased={}",
                     consumer, counts[0], counts[1]);

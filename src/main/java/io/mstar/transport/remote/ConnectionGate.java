@@ -11,7 +11,6 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -38,7 +37,7 @@ final class ConnectionGate {
     /** A connection that carried something in the last second is in use: it is never evicted. */
     static final long IDLE_BEFORE_EVICTION_MS = 1000;
 
-    private final Map<String, Set<InetAddress>> placements; // entity to the addresses its host resolves to
+    private final Placements placements; // entity to the addresses its host resolves to now
     private final RemoteCounters counters;
     private final Map<InetAddress, List<InboundConnection>> handshaking = new HashMap<>();
     private int handshakes;
@@ -46,8 +45,8 @@ final class ConnectionGate {
     private final RateLimitedWarnings warnings = new RateLimitedWarnings(LOG);
     private final AtomicInteger open = new AtomicInteger();
 
-    ConnectionGate(Map<String, Set<InetAddress>> placements, RemoteCounters counters) {
-        this.placements = Map.copyOf(placements);
+    ConnectionGate(Placements placements, RemoteCounters counters) {
+        this.placements = placements;
         this.counters = counters;
     }
 
@@ -57,9 +56,8 @@ final class ConnectionGate {
 
     /** Whether {@code name} is an entity of the map placed at {@code address}. */
     boolean placedAt(String name, InetAddress address) {
-        Set<InetAddress> at = placements.get(name);
-        return at != null && (at.contains(address)
-            || at.stream().anyMatch(InetAddress::isAnyLocalAddress) && isLocal(address));
+        return placements.contains(name, address)
+            || placements.of(name).stream().anyMatch(InetAddress::isAnyLocalAddress) && isLocal(address);
     }
 
     private static boolean isLocal(InetAddress address) {

@@ -81,7 +81,8 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
             ready.join();
             return "ready";
         } catch (RuntimeException e) {
-            return e.getCause() == null ? e.toString() : e.getCause().getMessage();
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            return cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage(); // never "null"
         }
     }
 

@@ -25,7 +25,6 @@ import org.slf4j.LoggerFactory;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collection;
@@ -80,12 +79,12 @@ public final class RemoteLink implements AutoCloseable {
 
     private static final class Peer {
         final String entity;
-        final InetSocketAddress address;
+        final String endpoint; // host:port, the host resolved at every connect: a node restarted elsewhere is found
         volatile OutboundConnection connection; // replaced under the peer's lock; isAlive reads it without
 
-        Peer(String entity, InetSocketAddress address) {
+        Peer(String entity, String endpoint) {
             this.entity = entity;
-            this.address = address;
+            this.endpoint = endpoint;
         }
     }
 
@@ -95,7 +94,7 @@ public final class RemoteLink implements AutoCloseable {
     private final long timeoutNs;
     private final long strictWaitNs;
     private final Handshake handshake;
-    private final InetSocketAddress localAddress; // connections leave from our own placement's host
+    private final String localHost; // connections leave from our own placement's host (resolved at each connect)
     private final TcpCarrier carrier;
     private final TensorTransport arena; // lands other nodes' tensors; reads ours in place to send them
     private final RemoteCounters counters = new RemoteCounters();
@@ -110,7 +109,7 @@ public final class RemoteLink implements AutoCloseable {
     private volatile SlotHolds holds = (msb, lsb) -> SlotHolds.NONE; // the producer's slots, held while written
     private final CloseOnce closer = new CloseOnce();
 
-    private RemoteLink(Deployment deployment, TensorTransport arena, Map<String, Set<InetAddress>> placements) {
+    private RemoteLink(Deployment deployment, TensorTransport arena, Placements placements) {
         this.config = deployment.config().remote();
         this.entity = deployment.entity();
         this.entityAscii = entity.getBytes(StandardCharsets.US_ASCII);
@@ -123,7 +122,7 @@ public final class RemoteLink implements AutoCloseable {
         this.pending = new PendingTensors(timeoutNs, counters, config);
         this.inbound = new InboundQueue(entity, counters);
         String own = config.endpointOf(entity);
-        this.localAddress = own == null ? null : new InetSocketAddress(TcpCarrier.host(own), 0);
+        this.localHost = own == null ? null : TcpCarrier.host(own);
         this.arena = arena;
         this.carrier = new TcpCarrier(config);
     }
@@ -154,13 +153,13 @@ public final class RemoteLink implements AutoCloseable {
                 + ": add it (at " + (config.listen() == null ? "this node's address" : config.listen()) + "); other"
                 + " nodes accept connections only from entities the map places at the connecting address");
         }
-        Map<String, Set<InetAddress>> placements = new HashMap<>();
-        config.entities().forEach((name, endpoint) -> {
-            try {
-                placements.put(name, Set.copyOf(List.of(InetAddress.getAllByName(TcpCarrier.host(endpoint)))));
-            } catch (UnknownHostException e) {
-                throw new ConfigurationException(RemoteConfig.ENTITIES + " places entity=" + name + " at " + endpoint
-                    + ", whose host does not resolve: " + e.getMessage());
+        Map<String, String> hosts = new HashMap<>();
+        config.entities().forEach((name, endpoint) -> hosts.put(name, TcpCarrier.host(endpoint)));
+        Placements placements = new Placements(hosts); // names resolved again at every connect and accept
+        hosts.forEach((name, host) -> {
+            if (placements.of(name).isEmpty()) {
+                LOG.warn("{} places entity={} at host {}, which does not resolve yet: sends to it wait for it, and its"
+                    + " connections are refused until it does", RemoteConfig.ENTITIES, name, host);
             }
         });
         if (config.insecure() && config.secret() == null) {
@@ -305,7 +304,13 @@ public final class RemoteLink implements AutoCloseable {
         if (endpoint == null || !config.isRemote(to)) {
             throw new IllegalArgumentException("entity=" + to + " is not on another node in " + RemoteConfig.ENTITIES);
         }
-        return peers.computeIfAbsent(to, e -> new Peer(e, TcpCarrier.address(endpoint)));
+        return peers.computeIfAbsent(to, e -> new Peer(e, endpoint));
+    }
+
+    // Our own placement's host as it resolves now, to leave from; null (any) while it does not resolve yet.
+    private InetSocketAddress localAddress() {
+        InetSocketAddress local = localHost == null ? null : new InetSocketAddress(localHost, 0);
+        return local == null || local.isUnresolved() ? null : local;
     }
 
     // The peer's connection, made (and authenticated) when there is none; the caller holds the peer. A
@@ -318,7 +323,7 @@ public final class RemoteLink implements AutoCloseable {
                 c = new OutboundConnection(this, peer.entity);
                 peer.connection = c;
                 OutboundConnection made = c;
-                carrier.connect(peer.address, localAddress, c, (int) Math.min(Integer.MAX_VALUE, timeoutNs / 1_000_000))
+                carrier.connect(TcpCarrier.address(peer.endpoint), localAddress(), c, (int) Math.min(Integer.MAX_VALUE, timeoutNs / 1_000_000))
                     .addListener(f -> {
                         if (!f.isSuccess()) {
                             made.failed(f.cause());
@@ -337,12 +342,12 @@ public final class RemoteLink implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
             if (c.closedInHandshake()) {
-                String why = "entity=" + peer.entity + " at " + peer.address + " refused this node's connection: "
+                String why = "entity=" + peer.entity + " at " + peer.endpoint + " refused this node's connection: "
                     + c.whyNotReady();
                 warnings.warn("rejected", peer.entity, why + " (sends to it fail REJECTED)");
                 throw new PeerRejectedException(peer.entity, why);
             }
-            throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.address
+            throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.endpoint
                 + " cannot be reached and authenticated: " + c.whyNotReady() + " (" + RemoteConfig.TIMEOUT_S + ")");
         }
     }
@@ -439,7 +444,14 @@ public final class RemoteLink implements AutoCloseable {
     }
 
     public RemoteStats stats() {
-        return counters.snapshot(gate.openConnections());
+        int outbound = 0;
+        for (Peer peer : peers.values()) {
+            OutboundConnection c = peer.connection;
+            if (c != null && c.isReady()) {
+                outbound++;
+            }
+        }
+        return counters.snapshot(gate.openConnections() + outbound);
     }
 
     // ---- called by the connections, on the event loop ----

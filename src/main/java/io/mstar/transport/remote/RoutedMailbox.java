@@ -160,13 +160,13 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
             if (read > 0 || left <= 0) {
                 return read;
             }
-            awaitMessage(left, () -> false);
+            awaitMessage(left, () -> false, true);
         }
     }
 
     /** As {@link ShmMailbox#awaitMessage}, woken too by tensors and ACKs from other nodes. */
-    public void awaitMessage(long timeoutNs, BooleanSupplier ready) {
-        local.awaitMessage(timeoutNs, () -> remote.hasInbound() || ready.getAsBoolean());
+    public void awaitMessage(long timeoutNs, BooleanSupplier ready, boolean yields) {
+        local.awaitMessage(timeoutNs, () -> remote.hasInbound() || ready.getAsBoolean(), yields);
     }
 
     @Override

@@ -95,6 +95,8 @@ class RemoteLinkTest {
             assertEquals(SIZES.length, received.tensorsReceived());
             assertEquals(sent.bytesSent(), received.bytesReceived());
             assertEquals(0, received.aborted());
+            assertEquals(1, sent.connections(), "the sender counts the connection it opened"); // it counted 0
+            assertEquals(1, received.connections(), "the receiver counts the one it accepted");
         }
     }
 
