@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * 100 us)}) and the consumer polls up to 64 fragments at a time (measured best of the switches below, quiet, 4
  * KiB: 0.90 GB/s against 0.11 with the driver and the loops on the library's backoff); payloads go on one IPC
  * stream (term length 128 MiB, so a 16 MiB payload is one message), one-byte ACKs come back on another.
- * Switches: {@code -Dxbench.aeronIdle=aeron|backoff|yield|spin}, {@code -Dxbench.aeronDriverIdle=sleep|backoff},
+ * Switches: {@code -Dxbench.aeronIdle=aeron|park|backoff|yield|spin}, {@code -Dxbench.aeronDriverIdle=sleep|backoff},
  * {@code -Dxbench.aeronThreading=SHARED|DEDICATED}, {@code -Dxbench.aeronFragments=N}. The producer fills its own buffer and
  * {@code offer}s it (one copy into the log, as the arena's send path copies into a slot); the consumer
  * reads the payload in place (or as Aeron reassembled it) and checks every byte. The producer polls its ACKs
@@ -50,6 +50,7 @@ final class AeronPeer {
             case "spin" -> new org.agrona.concurrent.BusySpinIdleStrategy();
             case "yield" -> new org.agrona.concurrent.YieldingIdleStrategy();
             case "aeron" -> new BackoffIdleStrategy(100, 10, 1_000, 100_000); // Aeron's own default backoff
+            case "park" -> new BackoffIdleStrategy(100, 0, 1_000, 100_000); // no yields: parks leave a busy core at once
             default -> new BackoffIdleStrategy(16, 8, 1_000, 100_000);
         };
     }
