@@ -32,7 +32,9 @@ import org.slf4j.LoggerFactory;
 import javax.management.ObjectName;
 import java.lang.foreign.MemorySegment;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Supplier;
@@ -75,7 +77,9 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     private final ObjectName jmxName;
     private final CloseOnce closer = new CloseOnce();
     private volatile TensorFates fates = TensorFates.NONE;
-    private volatile Supplier<? extends Record> mailboxStats; // published beside ours, when an endpoint owns us
+    private volatile Map<String, Supplier<? extends Record>> beside = Map.of(); // sections published with ours
+    private volatile String role = "own"; // which of its entity's arenas this is, in the stats file
+    private List<Record> publishedBeside = List.of(); // the Maintenance thread's
 
     /**
      * Opens an arena transport for a process of the deployment.
@@ -311,25 +315,37 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     private void publishStats() {
         long activity = counters.activity();
         long now = System.nanoTime();
-        if (activity == publishedActivity && now - publishedAtNs < IDLE_PUBLISH_INTERVAL_NS) {
+        Map<String, Supplier<? extends Record>> sections = beside;
+        List<Record> besides = sections.values().stream().<Record>map(Supplier::get).toList();
+        if (activity == publishedActivity && besides.equals(publishedBeside)
+            && now - publishedAtNs < IDLE_PUBLISH_INTERVAL_NS) {
             return; // nothing moved: an idle endpoint republishes every 10 s, and costs next to nothing between
         }
         publishedActivity = activity;
+        publishedBeside = besides;
         publishedAtNs = now;
         TransportStats snapshot = statsSummary();
-        String line = snapshot.toLogLine();
+        StringBuilder line = new StringBuilder("arena=").append(role).append(' ').append(snapshot.toLogLine());
+        StringBuilder json = new StringBuilder("{\"arena\":\"").append(role).append("\",\"stats\":")
+            .append(StatsJson.of(snapshot));
+        Map<String, Record> all = new LinkedHashMap<>();
+        int i = 0;
+        for (String name : sections.keySet()) {
+            all.put(name, besides.get(i++));
+        }
+        long[] budget = arena.nodeBudget();
+        if (budget != null) {
+            all.put("nodeBudget", new NodeBudgetStats(budget[0], budget[1]));
+        }
         try {
             String map = arena.occupancyMap(MAP_CELLS);
-            Supplier<? extends Record> mailbox = mailboxStats;
-            Record box = mailbox == null ? null : mailbox.get();
             // A line for people, then the same snapshot as JSON for machines (mstar-shm stats --json).
-            long[] budget = arena.nodeBudget();
-            NodeBudgetStats node = budget == null ? null : new NodeBudgetStats(budget[0], budget[1]);
-            stats.write(line + (box == null ? "" : " " + StatsJson.logFields("mailbox.", box))
-                + (node == null ? "" : " " + StatsJson.logFields("nodeBudget.", node)) + " segmentMap=" + map
-                + "\n{\"stats\":" + StatsJson.of(snapshot) + (box == null ? "" : ",\"mailbox\":" + StatsJson.of(box))
-                + (node == null ? "" : ",\"nodeBudget\":" + StatsJson.of(node))
-                + ",\"segmentMap\":" + StatsJson.strings(List.of(map.split(","))) + "}");
+            all.forEach((name, record) -> {
+                line.append(' ').append(StatsJson.logFields(name + ".", record));
+                json.append(",\"").append(name).append("\":").append(StatsJson.of(record));
+            });
+            stats.write(line + " segmentMap=" + map + "\n" + json + ",\"segmentMap\":"
+                + StatsJson.strings(List.of(map.split(","))) + "}");
         } catch (RuntimeException e) {
             LOG.debug("stats file not written: {}", e.toString());
         }
@@ -340,11 +356,18 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     }
 
     /**
-     * Publishes {@code mailbox}'s snapshot beside this transport's in its stats file ({@code mstar-shm stats}):
-     * the endpoint that owns this transport gives its mailbox's.
+     * Publishes {@code snapshot} as section {@code name} beside this transport's stats in its stats file
+     * ({@code mstar-shm stats}): the endpoint that owns this transport gives its mailbox's and its cross-node link's.
      */
-    public void publishMailboxStats(Supplier<? extends Record> mailbox) {
-        this.mailboxStats = mailbox;
+    public synchronized void publishBeside(String name, Supplier<? extends Record> snapshot) {
+        Map<String, Supplier<? extends Record>> next = new LinkedHashMap<>(beside);
+        next.put(name, snapshot);
+        beside = next;
+    }
+
+    /** Names this arena's role in its stats file: {@code own} (the entity's arena), {@code landing} (the cross-node path's). */
+    public void publishAs(String role) {
+        this.role = role;
     }
 
     @Override

@@ -28,6 +28,7 @@ import java.util.regex.Pattern;
  */
 final class StatsCommand {
     private static final Pattern MAP = Pattern.compile(" segmentMap=(\\S*)");
+    private static final Pattern ROLE = Pattern.compile("^arena=(\\S+) ");
 
     private StatsCommand() {
     }
@@ -86,14 +87,16 @@ final class StatsCommand {
             String line = lines.get(0);
             Matcher segments = MAP.matcher(line);
             String bars = segments.find() ? segments.group(1) : "";
-            String fields = segments.replaceAll("");
+            Matcher role = ROLE.matcher(segments.replaceAll(""));
+            String arena = role.find() ? " " + role.group(1) + " arena" : ""; // own, or landing (the cross-node path's)
+            String fields = role.replaceAll("");
             if (json) {
                 String snapshot = lines.get(1); // {"stats":{...},"segmentMap":[...]}, written from the records
                 entries.add("{\"namespace\":\"" + m.group(1) + "\",\"entity\":\"" + m.group(2) + "\",\"owner\":\""
                     + m.group(3) + "\",\"live\":" + live + "," + snapshot.substring(1, map ? snapshot.length() - 1
                     : snapshot.indexOf(",\"segmentMap\":")) + "}");
             } else {
-                String head = "namespace " + m.group(1) + " entity " + m.group(2) + " owner " + m.group(3)
+                String head = "namespace " + m.group(1) + " entity " + m.group(2) + arena + " owner " + m.group(3)
                     + (live ? " (live)" : " (DEAD)");
                 entries.add(head + "\n" + (map ? drawMap(bars) : "  " + fields.replace(" ", "\n  ")));
             }

@@ -86,7 +86,10 @@ final class Endpoint implements TensorEndpoint {
         this.outcomesDecided = outcomes::anyDecided;
         this.wait = MessageWait.of(channel);
         if (transport instanceof ArenaTransport arena) {
-            arena.publishMailboxStats(() -> mailbox().stats());
+            arena.publishBeside("mailbox", () -> mailbox().stats());
+            if (channel instanceof RoutedMailbox routed) {
+                arena.publishBeside("remote", routed::remoteStats);
+            }
         }
         if (transport instanceof TensorFates.Source source) {
             source.reportFatesTo(new TensorFates() {

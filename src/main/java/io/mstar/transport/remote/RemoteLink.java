@@ -4,6 +4,7 @@ import io.mstar.transport.Deployment;
 import io.mstar.transport.ReceivedTensor;
 import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.RemoteStats;
+import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.TensorChannel;
 import io.mstar.transport.TensorClaim;
 import io.mstar.transport.TensorDescriptor;
@@ -168,6 +169,9 @@ public final class RemoteLink implements AutoCloseable {
                 RemoteConfig.INSECURE, config.listen(), RemoteConfig.SECRET_FILE);
         }
         TensorTransport arena = TensorTransports.create(landingDeployment(deployment), false);
+        if (arena instanceof ArenaTransport landing) {
+            landing.publishAs("landing"); // its entity's own arena shows beside it in the stats
+        }
         RemoteLink link = null;
         try {
             link = new RemoteLink(deployment, arena, placements);

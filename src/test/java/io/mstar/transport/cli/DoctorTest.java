@@ -1,6 +1,7 @@
 package io.mstar.transport.cli;
 
 import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
 import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.Tensor;
@@ -13,6 +14,7 @@ import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
+import io.mstar.transport.testing.TwoNodes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -129,7 +131,7 @@ class DoctorTest {
             }
             Run human = run("stats", "--dir", shm.path().toString());
             assertEquals(0, human.code);
-            assertTrue(human.out.contains("entity producer owner " + owner.nonce() + " (live)")
+            assertTrue(human.out.contains("entity producer own arena owner " + owner.nonce() + " (live)")
                 && human.out.contains("tensorsSent=1"), human.out);
             Run json = run("stats", "--dir", shm.path().toString(), "--json");
             assertTrue(json.out.contains("\"entity\":\"producer\",\"owner\":\"" + owner.nonce() + "\",\"live\":true")
@@ -180,6 +182,43 @@ class DoctorTest {
             assertTrue(producer.stats().remote().isEmpty());
         }
         assertEquals(List.of(), ShmTestDir.list(shm.path()), "closing removes the stats files");
+    }
+
+    /**
+     * Across nodes, each node's {@code stats --json} shows the cross-node counters of its endpoint (sent and landed
+     * on the producer's node, received on the consumer's, one connection on each) and names each arena: the
+     * entity's own, and the landing arena tensors from other nodes arrive in.
+     */
+    @Test
+    void statsShowsTheCrossNodePathOnBothNodesAndNamesEachArena() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             TensorEndpoint consumer = TensorEndpoint.open(Deployment.of(nodes.config(false), "m", "decode"));
+             TensorEndpoint producer = TensorEndpoint.open(Deployment.of(nodes.config(true), "m", "prefill"))) {
+            Delivery delivery = producer.send("decode", "r", Tensor.of(DType.U8, MemorySegment.ofArray(new byte[4096]), 4096));
+            assertEquals(1, consumer.receive(tensor -> { }, Duration.ofSeconds(30)));
+            assertEquals(Delivery.Status.DELIVERED, delivery.await(Duration.ofSeconds(30)));
+            String sending = awaitStats(nodes.dirA, "\"remote\":{\"tensorsSent\":1,\"bytesSent\":4096,\"landed\":1,");
+            assertTrue(sending.contains("\"entity\":\"prefill\",") && sending.contains("\"arena\":\"own\""), sending);
+            assertTrue(sending.contains("\"connections\":1,"), sending);
+            String receiving = awaitStats(nodes.dirB, "\"tensorsReceived\":1,\"bytesReceived\":4096,");
+            assertTrue(receiving.contains("\"arena\":\"own\"") && receiving.contains("\"arena\":\"landing\""),
+                receiving);
+            assertTrue(receiving.contains("\"connections\":1,"), receiving);
+            String text = run("stats", "--dir", nodes.dirB.toString()).out;
+            assertTrue(text.contains("entity decode landing arena") && text.contains("entity decode own arena"), text);
+            assertTrue(text.contains("remote.tensorsReceived=1"), text);
+        }
+    }
+
+    private static String awaitStats(Path dir, String expected) throws InterruptedException {
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        Run json;
+        do {
+            assertTrue(System.nanoTime() < deadline, "stats --json never showed " + expected);
+            Thread.sleep(50);
+            json = run("stats", "--dir", dir.toString(), "--json");
+        } while (!json.out.contains(expected));
+        return json.out;
     }
 
     @Test
