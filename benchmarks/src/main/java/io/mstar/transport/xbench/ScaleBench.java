@@ -60,13 +60,13 @@ public final class ScaleBench {
                             cells.computeIfAbsent(shape + " " + size + " " + n, k -> new ArrayList<>()).add(cell);
                             System.out.printf(Locale.ROOT, "run %d %s %s x%d: %.3f GB/s, worst p99 %.0f us%n", run, shape,
                                 XBench.human(size), n, cell[0], cell[1]);
-                            deleteTree(dir);
+                            XBench.deleteTree(dir);
                         }
                     }
                 }
             }
         } finally {
-            deleteTree(Path.of(workDir.path()));
+            XBench.deleteTree(Path.of(workDir.path()));
             workDir.close();
         }
         report(shapes, sizes, counts, cells, runs, bad);
@@ -194,16 +194,5 @@ public final class ScaleBench {
             values.put(part.substring(0, eq), part.substring(eq + 1));
         }
         return values;
-    }
-
-    private static void deleteTree(Path root) throws IOException {
-        if (!Files.exists(root)) {
-            return;
-        }
-        try (var walk = Files.walk(root)) {
-            for (Path p : walk.sorted((a, b) -> b.getNameCount() - a.getNameCount()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        }
     }
 }

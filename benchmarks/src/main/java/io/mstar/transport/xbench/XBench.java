@@ -376,7 +376,7 @@ public final class XBench {
         return size >= 1 << 20 ? (size >> 20) + " MiB" : (size >> 10) + " KiB";
     }
 
-    private static void deleteTree(Path root) throws IOException {
+    static void deleteTree(Path root) throws IOException {
         if (!Files.exists(root)) {
             return;
         }
