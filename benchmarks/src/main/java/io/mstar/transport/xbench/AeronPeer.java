@@ -45,7 +45,7 @@ final class AeronPeer {
             ? new org.agrona.concurrent.SleepingMillisIdleStrategy(1) : idle();
     }
 
-    private static IdleStrategy idle() {
+    static IdleStrategy idle() {
         return switch (System.getProperty("xbench.aeronIdle", "aeron")) {
             case "spin" -> new org.agrona.concurrent.BusySpinIdleStrategy();
             case "yield" -> new org.agrona.concurrent.YieldingIdleStrategy();
@@ -59,10 +59,10 @@ final class AeronPeer {
         return Path.of(dir, "aeron").toString();
     }
 
-    static void consumer(String dir) {
-        Protocol.Verifier verifier = new Protocol.Verifier();
-        MediaDriver.Context driverContext = new MediaDriver.Context()
-            .aeronDirectoryName(aeronDir(dir))
+    /** The media driver as both the pair and the scale benchmark run it (switches above). */
+    static MediaDriver.Context driverContext(String aeronDir) {
+        return new MediaDriver.Context()
+            .aeronDirectoryName(aeronDir)
             .dirDeleteOnStart(true)
             .dirDeleteOnShutdown(true)
             .threadingMode(ThreadingMode.valueOf(System.getProperty("xbench.aeronThreading", "SHARED")))
@@ -71,8 +71,12 @@ final class AeronPeer {
             .senderIdleStrategy(driverIdle())
             .receiverIdleStrategy(driverIdle())
             .sharedNetworkIdleStrategy(driverIdle());
+    }
+
+    static void consumer(String dir) {
+        Protocol.Verifier verifier = new Protocol.Verifier();
         AtomicBoolean done = new AtomicBoolean();
-        try (MediaDriver driver = MediaDriver.launchEmbedded(driverContext);
+        try (MediaDriver driver = MediaDriver.launchEmbedded(driverContext(aeronDir(dir)));
              Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(driver.aeronDirectoryName()));
              Subscription data = aeron.addSubscription(DATA, DATA_STREAM);
              Publication acks = aeron.addExclusivePublication(ACKS, ACK_STREAM)) {
@@ -106,7 +110,7 @@ final class AeronPeer {
     }
 
     // The bytes in place: in the term (native) or, for a reassembled message, the assembler's buffer.
-    private static MemorySegment segment(DirectBuffer buffer, int offset, int length) {
+    static MemorySegment segment(DirectBuffer buffer, int offset, int length) {
         byte[] array = buffer.byteArray();
         return array != null
             ? MemorySegment.ofArray(array).asSlice(buffer.wrapAdjustment() + offset, length)
