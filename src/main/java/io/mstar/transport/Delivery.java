@@ -12,12 +12,27 @@ public interface Delivery {
     /** Where a delivery stands. */
     enum Status { PENDING, DELIVERED, FAILED }
 
-    /** Why a tensor was not delivered. */
+    /**
+     * Why a tensor was not delivered. Every failure but {@link #IN_DOUBT} is definite: the consumer's handler
+     * never saw the tensor and never will ({@link #isDefinite}); send it again if it matters.
+     */
     enum Failure {
         /** A consumer on this node died before ACKing it (its space is freed). */
         CONSUMER_DIED,
-        /** A consumer on another node did not confirm it within {@code MSTAR_REMOTE_TIMEOUT_S}. */
+        /**
+         * None of it reached a consumer on another node within {@code MSTAR_REMOTE_TIMEOUT_S}: the node could not be
+         * reached, or its connection took no data (a tensor given up before it was written whole never is).
+         */
         REMOTE_TIMEOUT,
+        /**
+         * Not a definite failure: the tensor left this node whole for a consumer on another node, which did not
+         * confirm it within {@code MSTAR_REMOTE_TIMEOUT_S} (the network or that node failed after it left). It may
+         * have been handed over there. What this node's kernel still held of it is dropped as it is given up (the
+         * connection is reset), so a partition that heals does not bring it there later. Its space here is freed.
+         * A producer that must not lose it sends it again, and a consumer that must not see it twice checks the
+         * request id.
+         */
+        IN_DOUBT,
         /** It never reached the consumer: no process runs as that entity, or it did not take the message. */
         REFUSED,
         /** It got no ACK within {@code MSTAR_SHM_ARENA_SLOT_TTL_S} and was reclaimed. */
@@ -28,7 +43,12 @@ public interface Delivery {
          * The consumer's node refused this node's connection in its handshake: another secret, or its map does
          * not place this entity at this address ({@code PeerRejectedException} says which).
          */
-        REJECTED
+        REJECTED;
+
+        /** Whether the consumer's handler certainly never saw the tensor: every failure but {@link #IN_DOUBT}. */
+        public boolean isDefinite() {
+            return this != IN_DOUBT;
+        }
     }
 
     String requestId();

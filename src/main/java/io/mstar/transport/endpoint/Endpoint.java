@@ -20,6 +20,7 @@ import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.PeerRejectedException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.exceptions.StaleTensorException;
+import io.mstar.transport.remote.RemoteLink;
 import io.mstar.transport.remote.RoutedMailbox;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -105,10 +106,20 @@ final class Endpoint implements TensorEndpoint {
                 }
             });
         }
-        if (channel instanceof RoutedMailbox routed) { // a remote node refused one: reported and freed at once
-            routed.onRefused((consumer, msb, lsb, why) -> {
-                outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, why);
-                transport.records().refused(consumer, msb, lsb); // decides it (freed)
+        if (channel instanceof RoutedMailbox routed) {
+            routed.onRefused(new RemoteLink.RefusalListener() {
+                @Override
+                public void refused(String consumer, long msb, long lsb, String why) { // reported and freed at once
+                    outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, why);
+                    transport.records().refused(consumer, msb, lsb); // decides it (freed)
+                }
+
+                @Override
+                public void timedOut(String consumer, long msb, long lsb, boolean bytesLeft, String why) {
+                    // the reason only: the tensor is decided as the transport frees it, as a gone consumer's
+                    outcomes.refused(msb, lsb, bytesLeft ? Delivery.Failure.IN_DOUBT : Delivery.Failure.REMOTE_TIMEOUT,
+                        why);
+                }
             });
         }
     }

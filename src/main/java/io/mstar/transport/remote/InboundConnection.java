@@ -38,6 +38,12 @@ import java.util.zip.CRC32C;
  * would reach into the others' fields.
  */
 final class InboundConnection extends ChannelInboundHandlerAdapter {
+    /**
+     * Test-only seam: {@code -Dmstar.test.noLanded=true} hands tensors over and never confirms them (a LANDED lost
+     * on the way), so a test can show that the sender then tells them in doubt, never a definite failure.
+     */
+    static final boolean NO_LANDED = Boolean.getBoolean("mstar.test.noLanded");
+
     private enum State { HELLO, PROOF, HEADER, BODY, SKIP }
 
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
@@ -359,9 +365,11 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         }
         TensorDescriptor descriptor = claim.publish();
         claim = null;
-        ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME);
-        RemoteProtocol.writeLanded(out, header.msb(), header.lsb());
-        ctx.write(out); // flushed with the read
+        if (!NO_LANDED) {
+            ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME);
+            RemoteProtocol.writeLanded(out, header.msb(), header.lsb());
+            ctx.write(out); // flushed with the read
+        }
         link.landed(peer, budget, header, descriptor);
         header = null;
         state = State.HEADER;

@@ -12,6 +12,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -82,7 +83,8 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
             return "ready";
         } catch (RuntimeException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
-            return cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage(); // never "null"
+            return cause.getMessage() == null ? cause.getClass().getSimpleName() // never "null"
+                : cause.getClass().getSimpleName() + ": " + cause.getMessage();
         }
     }
 
@@ -104,6 +106,26 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /**
+     * Closes the connection at once: as {@link #close}, and the bytes the kernel still holds for the peer are
+     * dropped (SO_LINGER 0: a reset, not a FIN after them), so nothing of it reaches the peer later.
+     */
+    void abort() {
+        Channel c = channel;
+        if (c != null) {
+            try {
+                c.eventLoop().execute(() -> {
+                    if (c.isOpen()) {
+                        c.config().setOption(ChannelOption.SO_LINGER, 0);
+                    }
+                    c.close();
+                });
+            } catch (RejectedExecutionException closing) { // the event loop ended: the link is closing
+                c.close();
+            }
+        }
+    }
+
     boolean isReady() {
         Channel c = channel;
         return ready.isDone() && !ready.isCompletedExceptionally() && c != null && c.isActive();
@@ -118,6 +140,10 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
     void write(TensorDescriptor d, ReceivedTensor view, long deadlineNs) throws InterruptedException {
         Channel c = channel;
         awaitWritable(c, deadlineNs);
+        if (!link.handing(entity, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits())) {
+            throw new PeerUnavailableException(entity, "entity=" + entity + " took no data for the timeout; the tensor"
+                + " was given up before any of it was written");
+        }
         handedOver.addAndGet(d.nbytes());
         // The checksum and the header are made on the event loop, which writes the bytes anyway: the sending
         // thread goes back to its work (on a busy node, the core it frees is what the copy needs).
@@ -160,7 +186,12 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         RemoteProtocol.writeTensor(header, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(),
             d.nbytes(), (int) crc.getValue(), d.dtype(), d.shape(), d.requestId().getBytes(StandardCharsets.UTF_8));
         message.addComponent(true, 0, header);
-        c.writeAndFlush(message).addListener(f -> view.close());
+        c.writeAndFlush(message).addListener(f -> {
+            view.close();
+            if (!f.isSuccess()) {
+                link.writeFailed(entity, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits());
+            }
+        });
     }
 
     private void awaitWritable(Channel c, long deadlineNs) throws InterruptedException {

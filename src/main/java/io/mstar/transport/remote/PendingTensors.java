@@ -8,6 +8,7 @@ import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 /**
@@ -16,6 +17,11 @@ import java.util.function.Consumer;
  * under {@code consumer@window} keys, {@value #WINDOWS_PER_TIMEOUT} windows per timeout; a tensor unconfirmed
  * for the timeout marks its consumer's node gone for its window, so the transport frees exactly the tensors
  * sent to it in that window, and tensors of later windows (sent after the node came back) are not touched.
+ *
+ * <p>Each tensor that times out is told before its window is marked gone, with what is known of its bytes: a
+ * tensor never handed to the connection, or whose write failed before the connection took all of it, cannot
+ * have been handed over there (a definite failure); one handed whole may have been (in doubt). A tensor is
+ * either handed or given up, never both: the two race on one compare-and-set.
  */
 final class PendingTensors {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
@@ -24,7 +30,19 @@ final class PendingTensors {
     private record Sent(long msb, long lsb, String to) {
     }
 
-    private record Pending(String key, long sentAt) {
+    /** What is known of a pending tensor's bytes; the states below, moved by compare-and-set only. */
+    private record Pending(String key, long sentAt, AtomicInteger bytes) {
+    }
+
+    private static final int WAITING = 0; // not handed to the connection yet: none of it left
+    private static final int HANDED = 1; // handed to the connection: all of it may have left
+    private static final int WRITE_FAILED = 2; // the connection failed before it took all of it: no whole copy left
+    private static final int GIVEN_UP = 3; // timed out before it was handed: it never will be
+
+    /** Told of each tensor whose consumer did not confirm it within the timeout, before it is freed. */
+    interface TimedOut {
+        /** {@code bytesLeft}: all of it may have reached the other node; else none of it did, or not all. */
+        void tensor(String consumer, long msb, long lsb, boolean bytesLeft);
     }
 
     private final long timeoutNs;
@@ -49,7 +67,24 @@ final class PendingTensors {
     }
 
     void add(long msb, long lsb, String to, String key) {
-        pending.put(new Sent(msb, lsb, to), new Pending(key, System.nanoTime()));
+        pending.put(new Sent(msb, lsb, to), new Pending(key, System.nanoTime(), new AtomicInteger(WAITING)));
+    }
+
+    /**
+     * The tensor's bytes are about to be handed to the connection: false when it timed out first (it must not be
+     * written: it was told as never sent) or is not pending.
+     */
+    boolean hand(long msb, long lsb, String to) {
+        Pending p = pending.get(new Sent(msb, lsb, to));
+        return p != null && p.bytes().compareAndSet(WAITING, HANDED);
+    }
+
+    /** The connection failed before it took all of the tensor's bytes: the other node cannot have a whole copy. */
+    void writeFailed(long msb, long lsb, String to) {
+        Pending p = pending.get(new Sent(msb, lsb, to));
+        if (p != null) {
+            p.bytes().compareAndSet(HANDED, WRITE_FAILED);
+        }
     }
 
     /** Whether the tensor was still waiting for {@code to}'s confirmation (it is not any more). */
@@ -67,7 +102,7 @@ final class PendingTensors {
      * consumer is handed to {@code closeFirst} before its window is marked, so its connection's queued writes
      * are discarded before the transport may free their slots.
      */
-    void expire(Consumer<String> closeFirst) {
+    void expire(Consumer<String> closeFirst, TimedOut timedOut) {
         long now = System.nanoTime();
         goneWindows.values().removeIf(w -> window(now) - w > 100L * WINDOWS_PER_TIMEOUT); // long since freed
         Set<String> gone = null;
@@ -80,14 +115,23 @@ final class PendingTensors {
             return;
         }
         for (String key : gone) {
-            closeFirst.accept(key.substring(0, key.indexOf('@')));
-            goneWindows.put(key, Long.parseLong(key.substring(key.indexOf('@') + 1), 16));
-            int[] count = {0};
-            pending.values().removeIf(p -> p.key().equals(key) && ++count[0] > 0);
-            counters.timedOut.addAndGet(count[0]);
             String consumer = key.substring(0, key.indexOf('@'));
+            closeFirst.accept(consumer);
+            int count = 0;
+            for (var it = pending.entrySet().iterator(); it.hasNext(); ) {
+                var e = it.next();
+                if (e.getValue().key().equals(key)) {
+                    AtomicInteger bytes = e.getValue().bytes();
+                    bytes.compareAndSet(WAITING, GIVEN_UP); // a write that did not start now never does
+                    it.remove();
+                    count++;
+                    timedOut.tensor(consumer, e.getKey().msb(), e.getKey().lsb(), bytes.get() == HANDED);
+                }
+            }
+            goneWindows.put(key, Long.parseLong(key.substring(key.indexOf('@') + 1), 16));
+            counters.timedOut.addAndGet(count);
             LOG.warn("entity={} at {} confirmed none of {} tensors within {} s: taken as gone for them (an attached"
-                + " transport frees them; count in remoteTimedOut)", consumer, config.endpointOf(consumer), count[0],
+                + " transport frees them; count in remoteTimedOut)", consumer, config.endpointOf(consumer), count,
                 config.timeout().toMillis() / 1e3);
         }
     }

@@ -28,6 +28,8 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -61,6 +63,12 @@ public final class RemoteLink implements AutoCloseable {
     // been full for a moment (a stalled handshake yields its place within a second); a wrong secret fails after it.
     private static final long HANDSHAKE_RETRY_NS = 3_000_000_000L;
     private static final long RECONNECT_PAUSE_NS = 100_000_000L;
+    // Between two tries to reach a peer that cannot be reached: from RECONNECT_PAUSE_NS, doubling, up to this, so a
+    // node that comes back (a link up again, a process restarted) is used within it.
+    private static final long RECONNECT_PAUSE_MAX_NS = 500_000_000L;
+    // One try's TCP connect: a connect into a partition is not left to the kernel's SYN retransmissions (1, 3, 7 s
+    // apart), which would find a link that came back seconds late.
+    private static final int CONNECT_TRY_MS = 1000;
     private static final long CHECK_INTERVAL_MS = 100;
     private static final long HANDSHAKE_TIMEOUT_MAX_NS = 5_000_000_000L;
     /**
@@ -69,9 +77,16 @@ public final class RemoteLink implements AutoCloseable {
      */
     static final boolean NO_WRITE_HOLD = Boolean.getBoolean("mstar.test.noWriteHold");
 
-    /** Told of each tensor sent from here that a remote node refused, on the link's thread. */
+    /** Told, on the link's thread, of each tensor sent from here that a remote node refused or did not confirm. */
     public interface RefusalListener {
         void refused(String consumer, long msb, long lsb, String why);
+
+        /**
+         * Not confirmed within the timeout, and about to be freed: {@code bytesLeft} when all of it may have
+         * reached the consumer's node (which may have handed it over), else none of it did, or not all.
+         */
+        default void timedOut(String consumer, long msb, long lsb, boolean bytesLeft, String why) {
+        }
     }
 
     /** A tensor that landed here, until the local consumer's ACK. */
@@ -82,10 +97,30 @@ public final class RemoteLink implements AutoCloseable {
         final String entity;
         final String endpoint; // host:port, the host resolved at every connect: a node restarted elsewhere is found
         volatile OutboundConnection connection; // replaced under the peer's lock; isAlive reads it without
+        // Since when no try reached it (0: the last one did) and the last try's error; under the peer's lock.
+        Instant unreachableSince;
+        String lastError;
 
         Peer(String entity, String endpoint) {
             this.entity = entity;
             this.endpoint = endpoint;
+        }
+
+        void tried(OutboundConnection c, boolean reached) {
+            if (reached) {
+                unreachableSince = null;
+                return;
+            }
+            if (unreachableSince == null) {
+                unreachableSince = Instant.now();
+            }
+            lastError = c.whyNotReady();
+        }
+
+        /** What is known of a peer no try reached: since when, and the last try's error. */
+        String unreachable() {
+            return "unreachable since " + unreachableSince.truncatedTo(ChronoUnit.MILLIS) + " ("
+                + Duration.between(unreachableSince, Instant.now()).toMillis() + " ms), last error: " + lastError;
         }
     }
 
@@ -180,7 +215,7 @@ public final class RemoteLink implements AutoCloseable {
                 link.carrier.listen(TcpCarrier.address(config.listen()),
                     () -> new InboundConnection(self));
             }
-            link.carrier.group().scheduleAtFixedRate(() -> self.pending.expire(self::closeConnection),
+            link.carrier.group().scheduleAtFixedRate(() -> self.pending.expire(self::closeConnection, self::timedOut),
                 CHECK_INTERVAL_MS, CHECK_INTERVAL_MS, TimeUnit.MILLISECONDS);
             LOG.info("cross-node path up: entity={}, listen={}, remote entities={}, timeout={} s, {}, secret from {}",
                 link.entity, config.listen(), config.entities(), config.timeout().toMillis() / 1e3,
@@ -303,6 +338,30 @@ public final class RemoteLink implements AutoCloseable {
         }
     }
 
+    /** Whether the tensor's bytes may be handed to the connection now: false once it timed out unwritten. */
+    boolean handing(String consumer, long msb, long lsb) {
+        return pending.hand(msb, lsb, consumer);
+    }
+
+    /** The connection failed before it took all of a tensor's bytes. */
+    void writeFailed(String consumer, long msb, long lsb) {
+        pending.writeFailed(msb, lsb, consumer);
+    }
+
+    // A tensor not confirmed within the timeout, told to the endpoint before it is freed.
+    private void timedOut(String consumer, long msb, long lsb, boolean bytesLeft) {
+        RefusalListener listener = refusals;
+        if (listener != null) {
+            long s = timeoutNs / 1_000_000_000L;
+            listener.timedOut(consumer, msb, lsb, bytesLeft, bytesLeft
+                ? "sent whole to consumer " + consumer + " on another node, which did not confirm it within "
+                    + RemoteConfig.TIMEOUT_S + "=" + s + " s: it may have been handed over there (the network or that"
+                    + " node failed after it left)"
+                : "none of it reached consumer " + consumer + " on another node within " + RemoteConfig.TIMEOUT_S + "="
+                    + s + " s (its connection took no data): it was not handed over");
+        }
+    }
+
     private Peer peer(String to) {
         String endpoint = config.endpointOf(to);
         if (endpoint == null || !config.isRemote(to)) {
@@ -317,29 +376,42 @@ public final class RemoteLink implements AutoCloseable {
         return local == null || local.isUnresolved() ? null : local;
     }
 
-    // The peer's connection, made (and authenticated) when there is none; the caller holds the peer. A
-    // connection refused before the deadline (the peer's handshake table was full for a moment) is tried again.
+    // The peer's connection, made (and authenticated) when there is none; the caller holds the peer. A peer that
+    // cannot be reached (refused: restarting; unreachable: a partition) is tried again, backing off, until the
+    // deadline: a send fails once, at its deadline, not at every try. A connection closed in its handshake (the
+    // peer's handshake table was full for a moment) is tried again for HANDSHAKE_RETRY_NS.
     private OutboundConnection connection(Peer peer, long deadline) {
         long retryUntil = Math.min(deadline, System.nanoTime() + HANDSHAKE_RETRY_NS);
+        long pause = RECONNECT_PAUSE_NS;
         while (true) {
             OutboundConnection c = peer.connection;
             if (c == null || c.isClosed()) {
                 c = new OutboundConnection(this, peer.entity);
                 peer.connection = c;
                 OutboundConnection made = c;
-                carrier.connect(TcpCarrier.address(peer.endpoint), localAddress(), c, (int) Math.min(Integer.MAX_VALUE, timeoutNs / 1_000_000))
-                    .addListener(f -> {
-                        if (!f.isSuccess()) {
-                            made.failed(f.cause());
-                        }
-                    });
+                int tryMs = (int) Math.max(1, Math.min(CONNECT_TRY_MS, (deadline - System.nanoTime()) / 1_000_000));
+                carrier.connect(TcpCarrier.address(peer.endpoint), localAddress(), c, tryMs).addListener(f -> {
+                    if (!f.isSuccess()) {
+                        made.failed(f.cause());
+                    }
+                });
             }
             try {
-                if (c.awaitReady(deadline)) {
+                boolean ready = c.awaitReady(deadline);
+                peer.tried(c, ready || c.closedInHandshake());
+                if (ready) {
                     return c;
                 }
-                if (c.closedInHandshake() && System.nanoTime() + RECONNECT_PAUSE_NS < retryUntil && !closer.isClosed()) {
+                long now = System.nanoTime();
+                if (c.closedInHandshake() && now + RECONNECT_PAUSE_NS < retryUntil && !closer.isClosed()) {
                     Thread.sleep(RECONNECT_PAUSE_NS / 1_000_000);
+                    continue;
+                }
+                if (!c.closedInHandshake() && now - deadline < 0 && !closer.isClosed()) {
+                    warnings.warn("unreachable", peer.entity, "entity=" + peer.entity + " at " + peer.endpoint + " is "
+                        + peer.unreachable() + "; sends to it wait for it up to " + RemoteConfig.TIMEOUT_S);
+                    Thread.sleep(Math.max(1, Math.min(pause, deadline - now) / 1_000_000));
+                    pause = Math.min(2 * pause, RECONNECT_PAUSE_MAX_NS);
                     continue;
                 }
             } catch (InterruptedException e) {
@@ -352,19 +424,22 @@ public final class RemoteLink implements AutoCloseable {
                 throw new PeerRejectedException(peer.entity, why);
             }
             throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.endpoint
-                + " cannot be reached and authenticated: " + c.whyNotReady() + " (" + RemoteConfig.TIMEOUT_S + ")");
+                + " cannot be reached and authenticated: " + (peer.unreachableSince == null ? c.whyNotReady()
+                : peer.unreachable()) + " (" + RemoteConfig.TIMEOUT_S + ")");
         }
     }
 
     /**
      * Closes the connection to an entity whose tensors timed out, before their slots may be freed: its queued
-     * writes are discarded (their holds let go) instead of sending a reused slot's bytes later.
+     * writes are discarded (their holds let go) instead of sending a reused slot's bytes later, and the kernel's
+     * unsent bytes too (an abortive close), so a tensor given up here does not reach the other node when a
+     * partition heals.
      */
     private void closeConnection(String to) {
         Peer peer = peers.get(to);
         OutboundConnection c = peer == null ? null : peer.connection;
         if (c != null && !NO_WRITE_HOLD) {
-            c.close();
+            c.abort();
         }
     }
 

@@ -63,7 +63,7 @@ public final class RemoteNode {
         return base + (random.nextLong(base) & ~7L);
     }
 
-    private static void fill(MemorySegment data, int seq) {
+    static void fill(MemorySegment data, int seq) {
         long x = seq * 0x9E3779B97F4A7C15L + 1;
         for (long at = HEADER; at + 8 <= data.byteSize(); at += 8) {
             x ^= x << 13;

@@ -1,0 +1,94 @@
+package io.mstar.transport.crossprocess;
+
+import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
+import io.mstar.transport.Deployment;
+import io.mstar.transport.RemoteConfig;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.testing.ChildJvm;
+import io.mstar.transport.testing.ShmTestDir;
+import io.mstar.transport.testing.TwoNodes;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A tensor's outcome across nodes tells the truth. A consumer's node that hands tensors over and never confirms
+ * them (its LANDED lost: {@code -Dmstar.test.noLanded}) makes each one {@code IN_DOUBT}, not a definite failure,
+ * and its handler did see each; a node where nobody serves the entity makes each a definite
+ * {@code REMOTE_TIMEOUT}, and no handler saw any. No tensor told a definite failure was seen by a handler.
+ */
+class InDoubtOutcomesTest {
+    private static final int HANDED = 20;
+    private static final int NEVER_LEFT = 5;
+
+    @Test
+    void aTensorHandedOverButNotConfirmedIsInDoubtAndOneThatNeverLeftIsADefiniteFailure() throws Exception {
+        Path work = Files.createTempDirectory("mstar-indoubt-");
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
+            Path received = work.resolve("received");
+            Path stop = work.resolve("stop");
+            ChildJvm consumer = ChildJvm.start(true, List.of("-Dmstar.test.noLanded=true"),
+                nodes.env(false, RemoteConfig.TIMEOUT_S, "1"), RemoteNode.class, "consumer", received.toString(),
+                stop.toString());
+            List<Delivery> deliveries = new ArrayList<>();
+            try (TensorEndpoint producer = TensorEndpoint.open(Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S,
+                     "1"), "pipe", "prefill"));
+                 Arena arena = Arena.ofConfined()) {
+                assertTrue(producer.awaitPeer("decode", Duration.ofSeconds(60)), consumer.state());
+                MemorySegment data = arena.allocate(64 << 10, 64);
+                for (int seq = 0; seq < HANDED + NEVER_LEFT; seq++) {
+                    if (seq == HANDED) { // everything so far handed over; then nobody serves decode
+                        for (Delivery d : deliveries) {
+                            d.await(Duration.ofSeconds(30));
+                        }
+                        Files.createFile(stop);
+                        assertEquals(0, consumer.await(60), consumer.output());
+                    }
+                    RemoteNode.fill(data, seq);
+                    deliveries.add(producer.send("decode", "s" + seq, Tensor.of(DType.U8, data, data.byteSize())));
+                }
+                for (Delivery d : deliveries) {
+                    assertEquals(Delivery.Status.FAILED, d.await(Duration.ofSeconds(30)), d.toString());
+                }
+            }
+            Set<Integer> seen = new HashSet<>();
+            for (String line : Files.readAllLines(received)) {
+                assertTrue(!line.startsWith("BAD"), line);
+                seen.add(Integer.parseInt(line.trim()));
+            }
+            List<String> definiteButSeen = new ArrayList<>();
+            for (int seq = 0; seq < deliveries.size(); seq++) {
+                Delivery d = deliveries.get(seq);
+                if (d.failure().isDefinite() && seen.contains(seq)) {
+                    definiteButSeen.add("t" + seq + " " + d.failure() + ": " + d.detail());
+                }
+            }
+            assertEquals(List.of(), definiteButSeen, "told a definite failure, yet the consumer's handler saw it");
+            for (int seq = 0; seq < HANDED; seq++) {
+                assertTrue(seen.contains(seq), "t" + seq + " was not handed over: " + seen);
+                assertEquals(Delivery.Failure.IN_DOUBT, deliveries.get(seq).failure(), deliveries.get(seq).detail());
+                assertTrue(deliveries.get(seq).detail().contains("may have been handed over"),
+                    deliveries.get(seq).detail());
+            }
+            for (int seq = HANDED; seq < deliveries.size(); seq++) {
+                assertEquals(Delivery.Failure.REMOTE_TIMEOUT, deliveries.get(seq).failure(), deliveries.get(seq).detail());
+            }
+            consumer.deleteLog();
+        } finally {
+            ShmTestDir.deleteTree(work);
+        }
+    }
+}
