@@ -97,7 +97,7 @@ public final class RemoteLink implements AutoCloseable {
         final String entity;
         final String endpoint; // host:port, the host resolved at every connect: a node restarted elsewhere is found
         volatile OutboundConnection connection; // replaced under the peer's lock; isAlive reads it without
-        // Since when no try reached it (0: the last one did) and the last try's error; under the peer's lock.
+        // Since when no try reached it (null: the last one did) and the last try's error; under the peer's lock.
         Instant unreachableSince;
         String lastError;
 
@@ -357,8 +357,8 @@ public final class RemoteLink implements AutoCloseable {
                 ? "sent whole to consumer " + consumer + " on another node, which did not confirm it within "
                     + RemoteConfig.TIMEOUT_S + "=" + s + " s: it may have been handed over there (the network or that"
                     + " node failed after it left)"
-                : "none of it reached consumer " + consumer + " on another node within " + RemoteConfig.TIMEOUT_S + "="
-                    + s + " s (its connection took no data): it was not handed over");
+                : "it did not reach consumer " + consumer + " on another node whole within " + RemoteConfig.TIMEOUT_S
+                    + "=" + s + " s (its connection took none of it, or failed before all): it was not handed over");
         }
     }
 
