@@ -13,7 +13,6 @@ import io.mstar.transport.TensorTransports;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.exceptions.ConfigurationException;
-import io.mstar.transport.exceptions.PeerRejectedException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.lifecycle.CloseOnce;
 import io.mstar.transport.lifecycle.ShutdownCleanup;
@@ -25,11 +24,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.temporal.ChronoUnit;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -42,33 +38,25 @@ import java.util.concurrent.TimeUnit;
 /**
  * This process's end of the cross-node path, which the mailbox routes to for entities on other nodes
  * ({@link RemoteConfig}). Sending: each tensor goes over an authenticated TCP connection to its entity
- * ({@link OutboundConnection}), its bytes written from its slot; the receiving node's LANDED comes back as
+ * ({@link OutboundConnection}, made by the {@link Dialer}, which waits through a partition), its bytes written from
+ * its slot; the receiving node's LANDED comes back as
  * the consumer's ACK, which frees the slot as soon as the remote node holds the bytes. A tensor not
  * confirmed within {@value RemoteConfig#TIMEOUT_S} marks its consumer's node gone for the tensors sent in the
  * same window ({@link PendingTensors}): the transport attached to the mailbox frees
- * them and the endpoint reports each one; a tensor the receiver refused is reported at once.
+ * them and the endpoint reports each one, in doubt or not as its bytes left or not; a tensor the receiver refused
+ * is reported at once.
  *
  * <p>Receiving: connections from the entities the map places elsewhere ({@link InboundConnection}); tensors
  * land in a transport of this process's own and reach the local consumer through its mailbox's poll, from the
  * sending entity (as the authenticated connection names it); the consumer's ACK frees the landing slot here.
  *
  * <p>One class on purpose: sending, landing and the timers share one lifecycle (a close ends all three on the
- * event loop at once) and one set of counters; the connections, the pending table, the landing queue, the
- * caps and the handshake are classes of their own.
+ * event loop at once) and one set of counters; the connections and their dialing, the pending table, the landing
+ * queue, the caps and the handshake are classes of their own.
  */
 public final class RemoteLink implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
     private final RateLimitedWarnings warnings = new RateLimitedWarnings(LOG);
-    // A connection closed in its handshake is tried again for this long: the peer's handshake table may have
-    // been full for a moment (a stalled handshake yields its place within a second); a wrong secret fails after it.
-    private static final long HANDSHAKE_RETRY_NS = 3_000_000_000L;
-    private static final long RECONNECT_PAUSE_NS = 100_000_000L;
-    // Between two tries to reach a peer that cannot be reached: from RECONNECT_PAUSE_NS, doubling, up to this, so a
-    // node that comes back (a link up again, a process restarted) is used within it.
-    private static final long RECONNECT_PAUSE_MAX_NS = 500_000_000L;
-    // One try's TCP connect: a connect into a partition is not left to the kernel's SYN retransmissions (1, 3, 7 s
-    // apart), which would find a link that came back seconds late.
-    private static final int CONNECT_TRY_MS = 1000;
     private static final long CHECK_INTERVAL_MS = 100;
     private static final long HANDSHAKE_TIMEOUT_MAX_NS = 5_000_000_000L;
     /**
@@ -93,48 +81,16 @@ public final class RemoteLink implements AutoCloseable {
     private record Landed(SenderBudget budget, long nbytes) {
     }
 
-    private static final class Peer {
-        final String entity;
-        final String endpoint; // host:port, the host resolved at every connect: a node restarted elsewhere is found
-        volatile OutboundConnection connection; // replaced under the peer's lock; isAlive reads it without
-        // Since when no try reached it (null: the last one did) and the last try's error; under the peer's lock.
-        Instant unreachableSince;
-        String lastError;
-
-        Peer(String entity, String endpoint) {
-            this.entity = entity;
-            this.endpoint = endpoint;
-        }
-
-        void tried(OutboundConnection c, boolean reached) {
-            if (reached) {
-                unreachableSince = null;
-                return;
-            }
-            if (unreachableSince == null) {
-                unreachableSince = Instant.now();
-            }
-            lastError = c.whyNotReady();
-        }
-
-        /** What is known of a peer no try reached: since when, and the last try's error. */
-        String unreachable() {
-            return "unreachable since " + unreachableSince.truncatedTo(ChronoUnit.MILLIS) + " ("
-                + Duration.between(unreachableSince, Instant.now()).toMillis() + " ms), last error: " + lastError;
-        }
-    }
-
     private final RemoteConfig config;
     private final String entity;
     private final byte[] entityAscii;
     private final long timeoutNs;
     private final long strictWaitNs;
     private final Handshake handshake;
-    private final String localHost; // connections leave from our own placement's host (resolved at each connect)
     private final TcpCarrier carrier;
     private final TensorTransport arena; // lands other nodes' tensors; reads ours in place to send them
     private final RemoteCounters counters = new RemoteCounters();
-    private final Map<String, Peer> peers = new ConcurrentHashMap<>();
+    private final Dialer dialer; // our connections to other nodes' entities
     private final PendingTensors pending;
     private final Set<String> senders = ConcurrentHashMap.newKeySet(); // entities whose tensors landed here
     private final Map<String, SenderBudget> budgets = new ConcurrentHashMap<>();
@@ -157,10 +113,9 @@ public final class RemoteLink implements AutoCloseable {
         this.gate = new ConnectionGate(placements, counters);
         this.pending = new PendingTensors(timeoutNs, counters, config);
         this.inbound = new InboundQueue(entity, counters);
-        String own = config.endpointOf(entity);
-        this.localHost = own == null ? null : TcpCarrier.host(own);
         this.arena = arena;
         this.carrier = new TcpCarrier(config);
+        this.dialer = new Dialer(this, config, carrier, timeoutNs, closer::isClosed);
     }
 
     /**
@@ -272,7 +227,7 @@ public final class RemoteLink implements AutoCloseable {
      *                                  local peer
      */
     public String send(String to, List<TensorDescriptor> descriptors) {
-        Peer peer = peer(to);
+        Dialer.Peer peer = dialer.peer(to);
         synchronized (peer) {
             String key = pending.keyOf(to);
             for (TensorDescriptor d : descriptors) {
@@ -280,7 +235,7 @@ public final class RemoteLink implements AutoCloseable {
                     throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
                 }
                 long deadline = System.nanoTime() + timeoutNs;
-                OutboundConnection connection = connection(peer, deadline);
+                OutboundConnection connection = dialer.connection(peer, deadline);
                 long msb = d.uuid().getMostSignificantBits();
                 long lsb = d.uuid().getLeastSignificantBits();
                 pending.add(msb, lsb, to, key); // before a byte leaves: LANDED may be quick
@@ -362,73 +317,6 @@ public final class RemoteLink implements AutoCloseable {
         }
     }
 
-    private Peer peer(String to) {
-        String endpoint = config.endpointOf(to);
-        if (endpoint == null || !config.isRemote(to)) {
-            throw new IllegalArgumentException("entity=" + to + " is not on another node in " + RemoteConfig.ENTITIES);
-        }
-        return peers.computeIfAbsent(to, e -> new Peer(e, endpoint));
-    }
-
-    // Our own placement's host as it resolves now, to leave from; null (any) while it does not resolve yet.
-    private InetSocketAddress localAddress() {
-        InetSocketAddress local = localHost == null ? null : new InetSocketAddress(localHost, 0);
-        return local == null || local.isUnresolved() ? null : local;
-    }
-
-    // The peer's connection, made (and authenticated) when there is none; the caller holds the peer. A peer that
-    // cannot be reached (refused: restarting; unreachable: a partition) is tried again, backing off, until the
-    // deadline: a send fails once, at its deadline, not at every try. A connection closed in its handshake (the
-    // peer's handshake table was full for a moment) is tried again for HANDSHAKE_RETRY_NS.
-    private OutboundConnection connection(Peer peer, long deadline) {
-        long retryUntil = Math.min(deadline, System.nanoTime() + HANDSHAKE_RETRY_NS);
-        long pause = RECONNECT_PAUSE_NS;
-        while (true) {
-            OutboundConnection c = peer.connection;
-            if (c == null || c.isClosed()) {
-                c = new OutboundConnection(this, peer.entity);
-                peer.connection = c;
-                OutboundConnection made = c;
-                int tryMs = (int) Math.max(1, Math.min(CONNECT_TRY_MS, (deadline - System.nanoTime()) / 1_000_000));
-                carrier.connect(TcpCarrier.address(peer.endpoint), localAddress(), c, tryMs).addListener(f -> {
-                    if (!f.isSuccess()) {
-                        made.failed(f.cause());
-                    }
-                });
-            }
-            try {
-                boolean ready = c.awaitReady(deadline);
-                peer.tried(c, ready || c.closedInHandshake());
-                if (ready) {
-                    return c;
-                }
-                long now = System.nanoTime();
-                if (c.closedInHandshake() && now + RECONNECT_PAUSE_NS < retryUntil && !closer.isClosed()) {
-                    Thread.sleep(RECONNECT_PAUSE_NS / 1_000_000);
-                    continue;
-                }
-                if (!c.closedInHandshake() && now - deadline < 0 && !closer.isClosed()) {
-                    warnings.warn("unreachable", peer.entity, "entity=" + peer.entity + " at " + peer.endpoint + " is "
-                        + peer.unreachable() + "; sends to it wait for it up to " + RemoteConfig.TIMEOUT_S);
-                    Thread.sleep(Math.max(1, Math.min(pause, deadline - now) / 1_000_000));
-                    pause = Math.min(2 * pause, RECONNECT_PAUSE_MAX_NS);
-                    continue;
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            if (c.closedInHandshake()) {
-                String why = "entity=" + peer.entity + " at " + peer.endpoint + " refused this node's connection: "
-                    + c.whyNotReady();
-                warnings.warn("rejected", peer.entity, why + " (sends to it fail REJECTED)");
-                throw new PeerRejectedException(peer.entity, why);
-            }
-            throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " at " + peer.endpoint
-                + " cannot be reached and authenticated: " + (peer.unreachableSince == null ? c.whyNotReady()
-                : peer.unreachable()) + " (" + RemoteConfig.TIMEOUT_S + ")");
-        }
-    }
-
     /**
      * Closes the connection to an entity whose tensors timed out, before their slots may be freed: its queued
      * writes are discarded (their holds let go) instead of sending a reused slot's bytes later, and the kernel's
@@ -436,32 +324,14 @@ public final class RemoteLink implements AutoCloseable {
      * partition heals.
      */
     private void closeConnection(String to) {
-        Peer peer = peers.get(to);
-        OutboundConnection c = peer == null ? null : peer.connection;
-        if (c != null && !NO_WRITE_HOLD) {
-            c.abort();
+        if (!NO_WRITE_HOLD) {
+            dialer.abort(to);
         }
     }
 
     /** Connects to {@code to} (again and again while it refuses) until the handshake is done, or the timeout passes. */
     public boolean awaitPeer(String to, Duration timeout) throws InterruptedException {
-        Peer peer = peer(to);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (true) {
-            synchronized (peer) {
-                try {
-                    connection(peer, Math.min(deadline, System.nanoTime() + timeoutNs));
-                    return true;
-                } catch (PeerRejectedException e) {
-                    throw e; // up and refusing us: waiting does not help
-                } catch (PeerUnavailableException e) {
-                    if (System.nanoTime() - deadline >= 0) {
-                        return false;
-                    }
-                }
-            }
-            Thread.sleep(50); // not listening yet: try again
-        }
+        return dialer.awaitPeer(to, timeout);
     }
 
     /**
@@ -473,9 +343,7 @@ public final class RemoteLink implements AutoCloseable {
         if (key.indexOf('@') >= 0) {
             return pending.mayLand(key);
         }
-        Peer peer = peers.get(key);
-        OutboundConnection c = peer == null ? null : peer.connection;
-        return c != null && c.isReady();
+        return dialer.isConnected(key);
     }
 
     /** The local consumer's ACKs for tensors that landed here: frees their slots. */
@@ -523,14 +391,7 @@ public final class RemoteLink implements AutoCloseable {
     }
 
     public RemoteStats stats() {
-        int outbound = 0;
-        for (Peer peer : peers.values()) {
-            OutboundConnection c = peer.connection;
-            if (c != null && c.isReady()) {
-                outbound++;
-            }
-        }
-        return counters.snapshot(gate.openConnections() + outbound);
+        return counters.snapshot(gate.openConnections() + dialer.connected());
     }
 
     // ---- called by the connections, on the event loop ----
