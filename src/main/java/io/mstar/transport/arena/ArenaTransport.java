@@ -29,7 +29,6 @@ import io.mstar.transport.staging.DeviceTransfers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import javax.management.ObjectName;
 import java.lang.foreign.MemorySegment;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -37,7 +36,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.Future;
 import java.util.function.Supplier;
+import javax.management.ObjectName;
 
 /**
  * The arena transport: a tensor lands once in a slot of this process's {@link SegmentedArena}, its
@@ -74,7 +75,7 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     private long publishedAtNs;
     /** Characters per segment in the occupancy map of the stats file ({@code mstar-shm stats --map}). */
     static final int MAP_CELLS = 64;
-    private final ObjectName jmxName;
+    private final Future<ObjectName> jmxName;
     private final CloseOnce closer = new CloseOnce();
     private volatile TensorFates fates = TensorFates.NONE;
     private volatile Map<String, Supplier<? extends Record>> beside = Map.of(); // sections published with ours

@@ -6,22 +6,44 @@ import io.mstar.transport.jmx.TransportMXBean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.lang.management.ManagementFactory;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import javax.management.InstanceAlreadyExistsException;
 import javax.management.JMException;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
-import java.lang.management.ManagementFactory;
 
-/** Registers each transport's {@link TransportMXBean} while it is open. */
+/**
+ * Registers each transport's {@link TransportMXBean} while it is open. The registration runs on a thread of its
+ * own, one transport after the other in the order they opened: the platform MBean server's first use costs a few
+ * hundred milliseconds (it registers every platform bean), which opening a transport does not wait for. The bean
+ * appears moments after the open; a close waits for its registration, then unregisters it.
+ */
 public final class TransportJmx {
     private static final Logger LOG = LoggerFactory.getLogger(TransportJmx.class);
     private static final int MAX_INSTANCES = 1000;
+    private static final long REGISTRATION_WAIT_S = 10;
+    private static final ExecutorService REGISTRAR = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "mstar-jmx");
+        t.setDaemon(true);
+        return t;
+    });
 
     private TransportJmx() {
     }
 
-    /** Registers the transport's bean; returns its name, or null when JMX refused it (logged, never thrown). */
-    public static ObjectName register(TensorTransport transport, String namespace, String entity) {
+    /** Registers the transport's bean, soon; the name it got comes from the future (null when JMX refused it). */
+    public static Future<ObjectName> register(TensorTransport transport, String namespace, String entity) {
+        return REGISTRAR.submit(() -> registerNow(transport, namespace, entity));
+    }
+
+    private static ObjectName registerNow(TensorTransport transport, String namespace, String entity) {
         MBeanServer server = ManagementFactory.getPlatformMBeanServer();
         String base = TransportMXBean.DOMAIN + ":type=TensorTransport,namespace=" + namespace + ",entity=" + entity;
         for (int instance = 1; instance <= MAX_INSTANCES; instance++) {
@@ -40,8 +62,22 @@ public final class TransportJmx {
         return null;
     }
 
-    /** Unregisters what {@link #register} registered (null: nothing). */
-    public static void unregister(ObjectName name) {
+    /** Unregisters what {@link #register} registered, once its registration is done (null: nothing). */
+    public static void unregister(Future<ObjectName> registration) {
+        if (registration == null) {
+            return;
+        }
+        ObjectName name;
+        try {
+            name = registration.get(REGISTRATION_WAIT_S, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            registration.cancel(false);
+            return;
+        } catch (ExecutionException | TimeoutException | CancellationException e) {
+            registration.cancel(false);
+            return;
+        }
         if (name == null) {
             return;
         }

@@ -24,7 +24,6 @@ import io.mstar.transport.shm.PeerSegments;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import javax.management.ObjectName;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -32,6 +31,8 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.Future;
+import javax.management.ObjectName;
 
 /**
  * The file transport: every tensor in a file of its own ({@link SpillStore}), read by the consumer and
@@ -50,7 +51,7 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
     private final Sweeper sweeper;
     private final TransportCounters counters = new TransportCounters();
     private final FanOutAcks fanOut = new FanOutAcks(counters);
-    private final ObjectName jmxName;
+    private final Future<ObjectName> jmxName;
     private final CloseOnce closer = new CloseOnce();
     private volatile TensorFates fates = TensorFates.NONE;
 

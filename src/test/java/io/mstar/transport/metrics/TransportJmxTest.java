@@ -37,6 +37,10 @@ class TransportJmxTest {
             name = new ObjectName(TransportMXBean.DOMAIN + ":type=TensorTransport,namespace=" + namespace
                 + ",entity=worker-1");
             second = new ObjectName(name + ",instance=2");
+            long deadline = System.nanoTime() + 10_000_000_000L; // registered moments after the open, in order
+            while (!server.isRegistered(second) && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
             TensorDescriptor d = transport.send("r", List.of(Tensor.of(DType.U8, MemorySegment.ofArray(new byte[64]), 64)))
                 .getFirst();
             assertEquals(1L, server.getAttribute(name, "TensorsSent"));
