@@ -9,6 +9,8 @@ package io.mstar.transport;
  *                            reaches the application as the consumer's ACK)
  * @param timedOut            of those, the ones not confirmed within {@code MSTAR_REMOTE_TIMEOUT_S}: their node is
  *                            taken as gone for them, and an attached transport frees them
+ * @param inDoubt             of those timed out, the ones that had left whole: they may have been handed over there
+ *                            (told {@code IN_DOUBT}); the others never were (told {@code REMOTE_TIMEOUT})
  * @param refusedThere        of those, the ones the receiving node refused (no room, corrupted on the way)
  * @param lateConfirmations   confirmations that came after their tensor timed out: ignored
  * @param tensorsReceived     tensors that arrived whole from other nodes and went to the local consumer
@@ -23,14 +25,14 @@ package io.mstar.transport;
  *                            the protocol)
  * @param refused             tensors and ACKs from other nodes that the mailbox's listener threw on (logged)
  */
-public record RemoteStats(long tensorsSent, long bytesSent, long landed, long timedOut, long refusedThere,
+public record RemoteStats(long tensorsSent, long bytesSent, long landed, long timedOut, long inDoubt, long refusedThere,
                           long lateConfirmations, long tensorsReceived, long bytesReceived, long aborted,
                           long refusedHere, long connections, long rejectedConnections, long protocolErrors,
                           long refused) {
     /** One {@code key=value} line for logs. */
     public String toLogLine() {
         return "remoteTensorsSent=" + tensorsSent + " remoteBytesSent=" + bytesSent + " remoteLanded=" + landed
-            + " remoteTimedOut=" + timedOut + " remoteRefusedThere=" + refusedThere + " remoteLateConfirmations="
+            + " remoteTimedOut=" + timedOut + " remoteInDoubt=" + inDoubt + " remoteRefusedThere=" + refusedThere + " remoteLateConfirmations="
             + lateConfirmations + " remoteTensorsReceived=" + tensorsReceived + " remoteBytesReceived=" + bytesReceived
             + " remoteAborted=" + aborted + " remoteRefusedHere=" + refusedHere + " remoteConnections=" + connections
             + " remoteRejectedConnections=" + rejectedConnections + " remoteProtocolErrors=" + protocolErrors

@@ -106,6 +106,7 @@ public final class TransportMetrics implements MeterBinder {
             remoteCounter(registry, tags, "bytes.sent", "bytes", RemoteStats::bytesSent);
             remoteCounter(registry, tags, "landed", null, RemoteStats::landed);
             remoteCounter(registry, tags, "timed.out", null, RemoteStats::timedOut);
+            remoteCounter(registry, tags, "in.doubt", null, RemoteStats::inDoubt);
             remoteCounter(registry, tags, "refused.there", null, RemoteStats::refusedThere);
             remoteCounter(registry, tags, "tensors.received", null, RemoteStats::tensorsReceived);
             remoteCounter(registry, tags, "bytes.received", "bytes", RemoteStats::bytesReceived);

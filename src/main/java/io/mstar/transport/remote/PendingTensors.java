@@ -125,7 +125,11 @@ final class PendingTensors {
                     bytes.compareAndSet(WAITING, GIVEN_UP); // a write that did not start now never does
                     it.remove();
                     count++;
-                    timedOut.tensor(consumer, e.getKey().msb(), e.getKey().lsb(), bytes.get() == HANDED);
+                    boolean bytesLeft = bytes.get() == HANDED;
+                    if (bytesLeft) {
+                        counters.inDoubt.incrementAndGet();
+                    }
+                    timedOut.tensor(consumer, e.getKey().msb(), e.getKey().lsb(), bytesLeft);
                 }
             }
             goneWindows.put(key, Long.parseLong(key.substring(key.indexOf('@') + 1), 16));

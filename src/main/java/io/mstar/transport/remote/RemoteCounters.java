@@ -10,6 +10,7 @@ final class RemoteCounters {
     final AtomicLong bytesSent = new AtomicLong();
     final AtomicLong landed = new AtomicLong();
     final AtomicLong timedOut = new AtomicLong();
+    final AtomicLong inDoubt = new AtomicLong();
     final AtomicLong refusedThere = new AtomicLong();
     final AtomicLong lateConfirmations = new AtomicLong();
     final AtomicLong tensorsReceived = new AtomicLong();
@@ -21,8 +22,8 @@ final class RemoteCounters {
     final AtomicLong refused = new AtomicLong();
 
     RemoteStats snapshot(int connections) {
-        return new RemoteStats(tensorsSent.get(), bytesSent.get(), landed.get(), timedOut.get(), refusedThere.get(),
-            lateConfirmations.get(), tensorsReceived.get(), bytesReceived.get(), aborted.get(), refusedHere.get(),
-            connections, rejectedConnections.get(), protocolErrors.get(), refused.get());
+        return new RemoteStats(tensorsSent.get(), bytesSent.get(), landed.get(), timedOut.get(), inDoubt.get(),
+            refusedThere.get(), lateConfirmations.get(), tensorsReceived.get(), bytesReceived.get(), aborted.get(),
+            refusedHere.get(), connections, rejectedConnections.get(), protocolErrors.get(), refused.get());
     }
 }

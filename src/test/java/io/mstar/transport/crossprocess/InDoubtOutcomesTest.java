@@ -4,6 +4,7 @@ import io.mstar.transport.DType;
 import io.mstar.transport.Delivery;
 import io.mstar.transport.Deployment;
 import io.mstar.transport.RemoteConfig;
+import io.mstar.transport.RemoteStats;
 import io.mstar.transport.Tensor;
 import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.testing.ChildJvm;
@@ -44,6 +45,7 @@ class InDoubtOutcomesTest {
                 nodes.env(false, RemoteConfig.TIMEOUT_S, "1"), RemoteNode.class, "consumer", received.toString(),
                 stop.toString());
             List<Delivery> deliveries = new ArrayList<>();
+            RemoteStats remote;
             try (TensorEndpoint producer = TensorEndpoint.open(Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S,
                      "1"), "pipe", "prefill"));
                  Arena arena = Arena.ofConfined()) {
@@ -63,7 +65,9 @@ class InDoubtOutcomesTest {
                 for (Delivery d : deliveries) {
                     assertEquals(Delivery.Status.FAILED, d.await(Duration.ofSeconds(30)), d.toString());
                 }
+                remote = producer.remoteStats().orElseThrow();
             }
+            assertEquals(HANDED, remote.inDoubt(), remote.toLogLine());
             Set<Integer> seen = new HashSet<>();
             for (String line : Files.readAllLines(received)) {
                 assertTrue(!line.startsWith("BAD"), line);
