@@ -25,17 +25,17 @@ package io.mstar.transport;
  *                            the protocol)
  * @param refused             tensors and ACKs from other nodes that the mailbox's listener threw on (logged)
  */
-public record RemoteStats(long tensorsSent, long bytesSent, long landed, long timedOut, long inDoubt, long refusedThere,
-                          long lateConfirmations, long tensorsReceived, long bytesReceived, long aborted,
-                          long refusedHere, long connections, long rejectedConnections, long protocolErrors,
-                          long refused) {
+public record RemoteStats(long tensorsSent, long bytesSent, long landed, long timedOut, long inDoubt,
+                          long refusedThere, long lateConfirmations, long tensorsReceived, long bytesReceived,
+                          long aborted, long refusedHere, long connections, long rejectedConnections,
+                          long protocolErrors, long refused) {
     /** One {@code key=value} line for logs. */
     public String toLogLine() {
         return "remoteTensorsSent=" + tensorsSent + " remoteBytesSent=" + bytesSent + " remoteLanded=" + landed
-            + " remoteTimedOut=" + timedOut + " remoteInDoubt=" + inDoubt + " remoteRefusedThere=" + refusedThere + " remoteLateConfirmations="
-            + lateConfirmations + " remoteTensorsReceived=" + tensorsReceived + " remoteBytesReceived=" + bytesReceived
-            + " remoteAborted=" + aborted + " remoteRefusedHere=" + refusedHere + " remoteConnections=" + connections
-            + " remoteRejectedConnections=" + rejectedConnections + " remoteProtocolErrors=" + protocolErrors
-            + " remoteRefused=" + refused;
+            + " remoteTimedOut=" + timedOut + " remoteInDoubt=" + inDoubt + " remoteRefusedThere=" + refusedThere
+            + " remoteLateConfirmations=" + lateConfirmations + " remoteTensorsReceived=" + tensorsReceived
+            + " remoteBytesReceived=" + bytesReceived + " remoteAborted=" + aborted + " remoteRefusedHere="
+            + refusedHere + " remoteConnections=" + connections + " remoteRejectedConnections=" + rejectedConnections
+            + " remoteProtocolErrors=" + protocolErrors + " remoteRefused=" + refused;
     }
 }

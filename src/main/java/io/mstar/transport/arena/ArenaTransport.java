@@ -29,6 +29,7 @@ import io.mstar.transport.staging.DeviceTransfers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.management.ObjectName;
 import java.lang.foreign.MemorySegment;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -38,7 +39,6 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Future;
 import java.util.function.Supplier;
-import javax.management.ObjectName;
 
 /**
  * The arena transport: a tensor lands once in a slot of this process's {@link SegmentedArena}, its

@@ -126,8 +126,8 @@ final class Dialer {
                     continue;
                 }
                 if (!c.closedInHandshake() && now - deadline < 0 && !closed.getAsBoolean()) {
-                    link.warnings().warn("unreachable", peer.entity, "entity=" + peer.entity + " at " + peer.endpoint + " is "
-                        + peer.unreachable() + "; sends to it wait for it up to " + RemoteConfig.TIMEOUT_S);
+                    link.warnings().warn("unreachable", peer.entity, "entity=" + peer.entity + " at " + peer.endpoint
+                        + " is " + peer.unreachable() + "; sends to it wait for it up to " + RemoteConfig.TIMEOUT_S);
                     Thread.sleep(Math.max(1, Math.min(pause, deadline - now) / 1_000_000));
                     pause = Math.min(2 * pause, RECONNECT_PAUSE_MAX_NS);
                     continue;

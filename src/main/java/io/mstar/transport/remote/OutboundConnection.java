@@ -133,14 +133,16 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
 
     /**
      * Writes one tensor: its header and its bytes, read in place from {@code view}, which is closed once
-     * the socket took them.
+     * the socket took them; {@code bytes} learns whether they were handed to the socket, and whether the
+     * socket failed before it took them all.
      *
      * @throws PeerUnavailableException when the connection's queue stays full for the timeout
      */
-    void write(TensorDescriptor d, ReceivedTensor view, long deadlineNs) throws InterruptedException {
+    void write(TensorDescriptor d, ReceivedTensor view, PendingTensors.Bytes bytes, long deadlineNs)
+        throws InterruptedException {
         Channel c = channel;
         awaitWritable(c, deadlineNs);
-        if (!link.handing(entity, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits())) {
+        if (!bytes.hand()) {
             throw new PeerUnavailableException(entity, "entity=" + entity + " took no data for the timeout; the tensor"
                 + " was given up before any of it was written");
         }
@@ -149,7 +151,7 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         // thread goes back to its work (on a busy node, the core it frees is what the copy needs).
         try {
             c.eventLoop().execute(() -> {
-                writeNow(c, d, view);
+                writeNow(c, d, view, bytes);
                 if (handedOver.addAndGet(-d.nbytes()) < HANDOVER_MAX) {
                     synchronized (writable) {
                         writable.notifyAll();
@@ -162,7 +164,7 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    private void writeNow(Channel c, TensorDescriptor d, ReceivedTensor view) {
+    private void writeNow(Channel c, TensorDescriptor d, ReceivedTensor view, PendingTensors.Bytes bytes) {
         MemorySegment data = view.data();
         CompositeByteBuf message = c.alloc().compositeDirectBuffer(2 + (int) (d.nbytes() / PIECE));
         CRC32C crc = new CRC32C();
@@ -189,7 +191,7 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         c.writeAndFlush(message).addListener(f -> {
             view.close();
             if (!f.isSuccess()) {
-                link.writeFailed(entity, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits());
+                bytes.writeFailed();
             }
         });
     }

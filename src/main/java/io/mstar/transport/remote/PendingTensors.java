@@ -30,14 +30,36 @@ final class PendingTensors {
     private record Sent(long msb, long lsb, String to) {
     }
 
-    /** What is known of a pending tensor's bytes; the states below, moved by compare-and-set only. */
-    private record Pending(String key, long sentAt, AtomicInteger bytes) {
+    private record Pending(String key, long sentAt, Bytes bytes) {
     }
 
-    private static final int WAITING = 0; // not handed to the connection yet: none of it left
-    private static final int HANDED = 1; // handed to the connection: all of it may have left
-    private static final int WRITE_FAILED = 2; // the connection failed before it took all of it: no whole copy left
-    private static final int GIVEN_UP = 3; // timed out before it was handed: it never will be
+    /**
+     * What is known of one pending tensor's bytes, given to the connection that writes them; moved by
+     * compare-and-set only, so a tensor is either handed to the connection or given up, never both.
+     */
+    static final class Bytes {
+        private static final int WAITING = 0; // not handed to the connection yet: none of it left
+        private static final int HANDED = 1; // handed to the connection: all of it may have left
+        private static final int WRITE_FAILED = 2; // the connection failed before it took all of it: no whole copy left
+        private static final int GIVEN_UP = 3; // timed out before it was handed: it never will be
+        private final AtomicInteger state = new AtomicInteger(WAITING);
+
+        /** The bytes are about to be handed to the connection: false when the tensor timed out first (not to write). */
+        boolean hand() {
+            return state.compareAndSet(WAITING, HANDED);
+        }
+
+        /** The connection failed before it took all of the bytes: the other node cannot have a whole copy. */
+        void writeFailed() {
+            state.compareAndSet(HANDED, WRITE_FAILED);
+        }
+
+        // Timed out: a write that did not start now never does; returns whether all of it may have left.
+        boolean giveUp() {
+            state.compareAndSet(WAITING, GIVEN_UP);
+            return state.get() == HANDED;
+        }
+    }
 
     /** Told of each tensor whose consumer did not confirm it within the timeout, before it is freed. */
     interface TimedOut {
@@ -66,25 +88,11 @@ final class PendingTensors {
         return nanoTime / Math.max(1, timeoutNs / WINDOWS_PER_TIMEOUT) & Long.MAX_VALUE;
     }
 
-    void add(long msb, long lsb, String to, String key) {
-        pending.put(new Sent(msb, lsb, to), new Pending(key, System.nanoTime(), new AtomicInteger(WAITING)));
-    }
-
-    /**
-     * The tensor's bytes are about to be handed to the connection: false when it timed out first (it must not be
-     * written: it was told as never sent) or is not pending.
-     */
-    boolean hand(long msb, long lsb, String to) {
-        Pending p = pending.get(new Sent(msb, lsb, to));
-        return p != null && p.bytes().compareAndSet(WAITING, HANDED);
-    }
-
-    /** The connection failed before it took all of the tensor's bytes: the other node cannot have a whole copy. */
-    void writeFailed(long msb, long lsb, String to) {
-        Pending p = pending.get(new Sent(msb, lsb, to));
-        if (p != null) {
-            p.bytes().compareAndSet(HANDED, WRITE_FAILED);
-        }
+    /** A tensor about to be sent: pending until confirmed or timed out; its bytes' state goes to its writer. */
+    Bytes add(long msb, long lsb, String to, String key) {
+        Bytes bytes = new Bytes();
+        pending.put(new Sent(msb, lsb, to), new Pending(key, System.nanoTime(), bytes));
+        return bytes;
     }
 
     /** Whether the tensor was still waiting for {@code to}'s confirmation (it is not any more). */
@@ -121,11 +129,9 @@ final class PendingTensors {
             for (var it = pending.entrySet().iterator(); it.hasNext(); ) {
                 var e = it.next();
                 if (e.getValue().key().equals(key)) {
-                    AtomicInteger bytes = e.getValue().bytes();
-                    bytes.compareAndSet(WAITING, GIVEN_UP); // a write that did not start now never does
                     it.remove();
                     count++;
-                    boolean bytesLeft = bytes.get() == HANDED;
+                    boolean bytesLeft = e.getValue().bytes().giveUp();
                     if (bytesLeft) {
                         counters.inDoubt.incrementAndGet();
                     }

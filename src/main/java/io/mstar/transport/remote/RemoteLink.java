@@ -170,7 +170,8 @@ public final class RemoteLink implements AutoCloseable {
                 link.carrier.listen(TcpCarrier.address(config.listen()),
                     () -> new InboundConnection(self));
             }
-            link.carrier.group().scheduleAtFixedRate(() -> self.pending.expire(self::closeConnection, self::timedOut),
+            link.carrier.group().scheduleAtFixedRate(
+                () -> self.pending.expire(self::closeConnection, self::timedOut),
                 CHECK_INTERVAL_MS, CHECK_INTERVAL_MS, TimeUnit.MILLISECONDS);
             LOG.info("cross-node path up: entity={}, listen={}, remote entities={}, timeout={} s, {}, secret from {}",
                 link.entity, config.listen(), config.entities(), config.timeout().toMillis() / 1e3,
@@ -238,11 +239,12 @@ public final class RemoteLink implements AutoCloseable {
                 OutboundConnection connection = dialer.connection(peer, deadline);
                 long msb = d.uuid().getMostSignificantBits();
                 long lsb = d.uuid().getLeastSignificantBits();
-                pending.add(msb, lsb, to, key); // before a byte leaves: LANDED may be quick
+                // pending before a byte leaves: LANDED may be quick
+                PendingTensors.Bytes bytes = pending.add(msb, lsb, to, key);
                 ReceivedTensor view = heldView(d, msb, lsb);
                 boolean written = false;
                 try {
-                    connection.write(d, view, deadline);
+                    connection.write(d, view, bytes, deadline);
                     written = true;
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
@@ -291,16 +293,6 @@ public final class RemoteLink implements AutoCloseable {
             listener.refused(consumer, msb, lsb, "its slot was reused before it was sent to " + consumer
                 + " (counted in staleReads)");
         }
-    }
-
-    /** Whether the tensor's bytes may be handed to the connection now: false once it timed out unwritten. */
-    boolean handing(String consumer, long msb, long lsb) {
-        return pending.hand(msb, lsb, consumer);
-    }
-
-    /** The connection failed before it took all of a tensor's bytes. */
-    void writeFailed(String consumer, long msb, long lsb) {
-        pending.writeFailed(msb, lsb, consumer);
     }
 
     // A tensor not confirmed within the timeout, told to the endpoint before it is freed.

@@ -24,6 +24,7 @@ import io.mstar.transport.shm.PeerSegments;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.management.ObjectName;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -32,7 +33,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Future;
-import javax.management.ObjectName;
 
 /**
  * The file transport: every tensor in a file of its own ({@link SpillStore}), read by the consumer and

@@ -10,21 +10,17 @@ import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.OwnedFile;
 import io.mstar.transport.lifecycle.Owner;
 
-import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -164,16 +160,7 @@ public final class ColdStart {
     }
 
     private static Map<String, String> result(Process p) throws IOException {
-        BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-        for (String line; (line = out.readLine()) != null; ) {
-            if (line.startsWith("RESULT ")) {
-                Map<String, String> values = new LinkedHashMap<>();
-                Arrays.stream(line.substring(7).split(" ")).forEach(kv -> values.put(kv.substring(0, kv.indexOf('=')),
-                    kv.substring(kv.indexOf('=') + 1)));
-                return values;
-            }
-        }
-        throw new IOException("a node ended without its RESULT line");
+        return ScaleBench.result(ScaleBench.Worker.of(p).awaitLine("RESULT "));
     }
 
     private static void node(String role) throws Exception {
@@ -186,15 +173,7 @@ public final class ColdStart {
             double openMs = (System.nanoTime() - start) / 1e6;
             if (!producer) {
                 System.out.printf(Locale.ROOT, "RESULT main=%d open=%.1f%n", mainMs, openMs);
-                Thread stop = Thread.ofPlatform().daemon().start(() -> {
-                    try {
-                        while (System.in.read() >= 0) {
-                            Thread.onSpinWait();
-                        }
-                    } catch (IOException ignored) {
-                        // ends the same way
-                    }
-                });
+                Thread stop = ScalePeer.untilInputEnds();
                 while (stop.isAlive()) {
                     endpoint.receive(t -> { }, Duration.ofMillis(100));
                 }

@@ -229,12 +229,15 @@ public final class ScaleBench {
         }
         command.addAll(List.of(ScaleBench.class.getName(), "child", transport, role, Integer.toString(index)));
         command.addAll(common);
-        Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        return new Worker(p, new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
+        return Worker.of(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());
     }
 
     /** A worker process and its output, read line by line. */
-    private record Worker(Process process, BufferedReader out) {
+    record Worker(Process process, BufferedReader out) {
+        static Worker of(Process p) {
+            return new Worker(p, new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
+        }
+
         // Reads up to the first line starting with `prefix`, and returns it.
         String awaitLine(String prefix) throws IOException {
             String line;
@@ -275,7 +278,8 @@ public final class ScaleBench {
         System.exit(0);
     }
 
-    private static Map<String, String> result(String line) {
+    /** The {@code key=value} pairs of a {@code RESULT ...} line. */
+    static Map<String, String> result(String line) {
         Map<String, String> values = new LinkedHashMap<>();
         for (String part : line.substring(7).split(" ")) {
             int eq = part.indexOf('=');
