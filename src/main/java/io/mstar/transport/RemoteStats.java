@@ -18,6 +18,8 @@ package io.mstar.transport;
  * @param aborted             tensors that arrived torn (cut off, wrong checksum, bytes that stopped): freed, never
  *                            delivered
  * @param refusedHere         tensors from other nodes this node refused (no room in its arena)
+ * @param duplicates          tensors from other nodes sent again after an in-doubt outcome that had landed here
+ *                            already: confirmed again, not handed over a second time
  * @param connections         authenticated connections open now, both ways: from other nodes, and this node's to them
  * @param rejectedConnections connections closed before or after their handshake: a stranger, a wrong secret, an
  *                            entity the map does not place at that address, a broken frame, too many connections
@@ -27,7 +29,7 @@ package io.mstar.transport;
  */
 public record RemoteStats(long tensorsSent, long bytesSent, long landed, long timedOut, long inDoubt,
                           long refusedThere, long lateConfirmations, long tensorsReceived, long bytesReceived,
-                          long aborted, long refusedHere, long connections, long rejectedConnections,
+                          long aborted, long refusedHere, long duplicates, long connections, long rejectedConnections,
                           long protocolErrors, long refused) {
     /** One {@code key=value} line for logs. */
     public String toLogLine() {
@@ -35,7 +37,8 @@ public record RemoteStats(long tensorsSent, long bytesSent, long landed, long ti
             + " remoteTimedOut=" + timedOut + " remoteInDoubt=" + inDoubt + " remoteRefusedThere=" + refusedThere
             + " remoteLateConfirmations=" + lateConfirmations + " remoteTensorsReceived=" + tensorsReceived
             + " remoteBytesReceived=" + bytesReceived + " remoteAborted=" + aborted + " remoteRefusedHere="
-            + refusedHere + " remoteConnections=" + connections + " remoteRejectedConnections=" + rejectedConnections
-            + " remoteProtocolErrors=" + protocolErrors + " remoteRefused=" + refused;
+            + refusedHere + " remoteDuplicates=" + duplicates + " remoteConnections=" + connections
+            + " remoteRejectedConnections=" + rejectedConnections + " remoteProtocolErrors=" + protocolErrors
+            + " remoteRefused=" + refused;
     }
 }

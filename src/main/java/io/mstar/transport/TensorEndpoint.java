@@ -95,6 +95,21 @@ public interface TensorEndpoint extends AutoCloseable {
     long post(String to, String requestId, DType dtype, long[] shape, TensorRecords.Writer writer);
 
     /**
+     * Sends again a tensor whose outcome was {@link Delivery.Failure#IN_DOUBT} (or any other failure), as a repeat
+     * of its first send: a consumer's node remembers the tensors that landed from this entity for six
+     * {@code MSTAR_REMOTE_TIMEOUT_S} (up to a million of them), and hands this one over only if the first did not
+     * land; if it did, this one is confirmed without reaching the handler again. A producer that reposts each
+     * in-doubt tensor until it is delivered has it handed over once (unless the consumer's process restarted in
+     * between, which forgets what landed). To a consumer on this node, whose outcomes are never in doubt, it sends
+     * as {@link #post(String, String, Tensor)} does.
+     *
+     * @param inDoubtMsb the high half of the uuid the failed outcome carried (the first send's, or a repost's)
+     * @param inDoubtLsb its low half
+     * @return the low half of this send's uuid, which its outcome carries
+     */
+    long repost(String to, String requestId, Tensor tensor, long inDoubtMsb, long inDoubtLsb);
+
+    /**
      * Claims room for one tensor of {@code dtype} and {@code shape} to write in place; send it with
      * {@link #post(String, TensorClaim)}, or close it unsent to free the room (see {@link TensorClaim}).
      */

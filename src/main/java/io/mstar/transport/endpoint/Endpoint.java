@@ -204,6 +204,24 @@ final class Endpoint implements TensorEndpoint {
     }
 
     @Override
+    public long repost(String to, String requestId, Tensor tensor, long inDoubtMsb, long inDoubtLsb) {
+        TensorClaim claim = claim(requestId, tensor.dtype(), tensor.shape());
+        boolean filled = false;
+        try {
+            MemorySegment.copy(tensor.data(), 0, claim.memory(), 0, tensor.nbytes());
+            filled = true;
+        } finally {
+            if (!filled) {
+                claim.close();
+            }
+        }
+        if (channel instanceof RoutedMailbox routed) {
+            routed.sendsAgain(claim.uuidMsb(), claim.uuidLsb(), inDoubtMsb, inDoubtLsb);
+        }
+        return post(to, claim);
+    }
+
+    @Override
     public TensorClaim claim(String requestId, DType dtype, long... shape) {
         startSending();
         return transport.claim(requestId, dtype, shape);

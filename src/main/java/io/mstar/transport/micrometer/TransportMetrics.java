@@ -112,6 +112,7 @@ public final class TransportMetrics implements MeterBinder {
             remoteCounter(registry, tags, "bytes.received", "bytes", RemoteStats::bytesReceived);
             remoteCounter(registry, tags, "aborted", null, RemoteStats::aborted);
             remoteCounter(registry, tags, "refused.here", null, RemoteStats::refusedHere);
+            remoteCounter(registry, tags, "duplicates", null, RemoteStats::duplicates);
             remoteCounter(registry, tags, "rejected.connections", null, RemoteStats::rejectedConnections);
             remoteCounter(registry, tags, "protocol.errors", null, RemoteStats::protocolErrors);
             Gauge.builder("mstar.remote.connections", transport, t -> remote.get().map(RemoteStats::connections)

@@ -39,10 +39,16 @@ import java.util.zip.CRC32C;
  */
 final class InboundConnection extends ChannelInboundHandlerAdapter {
     /**
-     * Test-only seam: {@code -Dmstar.test.noLanded=true} hands tensors over and never confirms them (a LANDED lost
-     * on the way), so a test can show that the sender then tells them in doubt, never a definite failure.
+     * Test-only seam: {@code -Dmstar.test.noLanded=true} hands tensors over and never confirms their first send (a
+     * LANDED lost on the way), so a test can show that the sender then tells them in doubt, never a definite
+     * failure; a repost is confirmed.
      */
     static final boolean NO_LANDED = Boolean.getBoolean("mstar.test.noLanded");
+    /**
+     * Test-only seam: {@code -Dmstar.test.noDuplicateWindow=true} hands a repost over even when its first send
+     * landed here, so a test can show that the window is what keeps reposts from reaching a handler twice.
+     */
+    static final boolean NO_DUPLICATE_WINDOW = Boolean.getBoolean("mstar.test.noDuplicateWindow");
 
     private enum State { HELLO, PROOF, HEADER, BODY, SKIP }
 
@@ -62,6 +68,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
     private byte[] clientNonce;
     private byte[] serverNonce;
     private SenderBudget budget; // once authenticated
+    private DuplicateWindow landedLately; // the sender's, once authenticated
     private boolean paused; // waiting for the budget or the arena; not the peer's doing
     private long pausedSince;
     private TensorHeader header; // the tensor being admitted or landed
@@ -232,6 +239,7 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                     throw new Violation("entity=" + peer + " has " + ConnectionGate.MAX_CONNECTIONS_PER_SENDER
                         + " connections open already, none of them idle for a second");
                 }
+                landedLately = link.windowOf(peer);
                 ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + 1 + RemoteProtocol.MAC_BYTES);
                 RemoteProtocol.writeMac(out, RemoteProtocol.WELCOME,
                     handshake.proof(false, clientNonce, serverNonce, peer, link.entity()));
@@ -251,7 +259,11 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                 lastNbytes = header.nbytes();
                 position = 0;
                 lastProgress = System.nanoTime();
-                admit();
+                if (landedBefore(lastProgress)) {
+                    skipDuplicate();
+                } else {
+                    admit();
+                }
             }
             case BODY -> land();
             case SKIP -> {
@@ -313,15 +325,36 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
+    private boolean landedBefore(long nowNs) {
+        return !NO_DUPLICATE_WINDOW && landedLately.contains(header.firstMsb(), header.firstLsb(), nowNs);
+    }
+
+    // A repost of an in-doubt tensor that landed here already: confirmed again, its bytes skipped, not handed over.
+    private void skipDuplicate() {
+        link.counters().duplicates.incrementAndGet();
+        confirm();
+        skipBody();
+    }
+
     // Before its bytes: they follow all the same and are skipped. `taken`: the budget holds the tensor.
     private void refuse(Refusal reason, boolean taken) {
         paused = false;
         tellRefused(reason, taken);
+        skipBody();
+    }
+
+    private void skipBody() {
         state = State.SKIP;
         if (header.nbytes() == 0) {
             header = null;
             state = State.HEADER;
         }
+    }
+
+    private void confirm() {
+        ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME);
+        RemoteProtocol.writeLanded(out, header.msb(), header.lsb());
+        ctx.write(out); // flushed with the read
     }
 
     private void tellRefused(Refusal reason, boolean taken) {
@@ -363,12 +396,21 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             state = State.HEADER;
             return;
         }
+        // Another connection of the sender may have landed the same first send meanwhile: one of them is handed over.
+        if (!NO_DUPLICATE_WINDOW && !landedLately.add(header.firstMsb(), header.firstLsb(), System.nanoTime())) {
+            claim.abort();
+            claim = null;
+            budget.release(header.nbytes());
+            link.counters().duplicates.incrementAndGet();
+            confirm();
+            header = null;
+            state = State.HEADER;
+            return;
+        }
         TensorDescriptor descriptor = claim.publish();
         claim = null;
-        if (!NO_LANDED) {
-            ByteBuf out = ctx.alloc().buffer(RemoteProtocol.LENGTH_FIELD + RemoteProtocol.UUID_FRAME);
-            RemoteProtocol.writeLanded(out, header.msb(), header.lsb());
-            ctx.write(out); // flushed with the read
+        if (!NO_LANDED || header.msb() != header.firstMsb() || header.lsb() != header.firstLsb()) {
+            confirm();
         }
         link.landed(peer, budget, header, descriptor);
         header = null;

@@ -18,6 +18,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
@@ -134,11 +135,12 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
     /**
      * Writes one tensor: its header and its bytes, read in place from {@code view}, which is closed once
      * the socket took them; {@code bytes} learns whether they were handed to the socket, and whether the
-     * socket failed before it took them all.
+     * socket failed before it took them all. {@code first}: the uuid the tensor was first sent under, when it
+     * repeats an in-doubt one, else null.
      *
      * @throws PeerUnavailableException when the connection's queue stays full for the timeout
      */
-    void write(TensorDescriptor d, ReceivedTensor view, PendingTensors.Bytes bytes, long deadlineNs)
+    void write(TensorDescriptor d, UUID first, ReceivedTensor view, PendingTensors.Bytes bytes, long deadlineNs)
         throws InterruptedException {
         Channel c = channel;
         awaitWritable(c, deadlineNs);
@@ -151,7 +153,7 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         // thread goes back to its work (on a busy node, the core it frees is what the copy needs).
         try {
             c.eventLoop().execute(() -> {
-                writeNow(c, d, view, bytes);
+                writeNow(c, d, first == null ? d.uuid() : first, view, bytes);
                 if (handedOver.addAndGet(-d.nbytes()) < HANDOVER_MAX) {
                     synchronized (writable) {
                         writable.notifyAll();
@@ -164,7 +166,7 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    private void writeNow(Channel c, TensorDescriptor d, ReceivedTensor view, PendingTensors.Bytes bytes) {
+    private void writeNow(Channel c, TensorDescriptor d, UUID first, ReceivedTensor view, PendingTensors.Bytes bytes) {
         MemorySegment data = view.data();
         CompositeByteBuf message = c.alloc().compositeDirectBuffer(2 + (int) (d.nbytes() / PIECE));
         CRC32C crc = new CRC32C();
@@ -186,7 +188,7 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         }
         ByteBuf header = c.alloc().buffer(RemoteProtocol.MAX_FRAME + RemoteProtocol.LENGTH_FIELD);
         RemoteProtocol.writeTensor(header, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(),
-            d.nbytes(), (int) crc.getValue(), d.dtype(), d.shape(), d.requestId().getBytes(StandardCharsets.UTF_8));
+            first.getMostSignificantBits(), first.getLeastSignificantBits(), d.nbytes(), (int) crc.getValue(), d.dtype(), d.shape(), d.requestId().getBytes(StandardCharsets.UTF_8));
         message.addComponent(true, 0, header);
         c.writeAndFlush(message).addListener(f -> {
             view.close();

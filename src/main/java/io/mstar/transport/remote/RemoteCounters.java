@@ -17,6 +17,7 @@ final class RemoteCounters {
     final AtomicLong bytesReceived = new AtomicLong();
     final AtomicLong aborted = new AtomicLong();
     final AtomicLong refusedHere = new AtomicLong();
+    final AtomicLong duplicates = new AtomicLong();
     final AtomicLong rejectedConnections = new AtomicLong();
     final AtomicLong protocolErrors = new AtomicLong();
     final AtomicLong refused = new AtomicLong();
@@ -24,6 +25,6 @@ final class RemoteCounters {
     RemoteStats snapshot(int connections) {
         return new RemoteStats(tensorsSent.get(), bytesSent.get(), landed.get(), timedOut.get(), inDoubt.get(),
             refusedThere.get(), lateConfirmations.get(), tensorsReceived.get(), bytesReceived.get(), aborted.get(),
-            refusedHere.get(), connections, rejectedConnections.get(), protocolErrors.get(), refused.get());
+            refusedHere.get(), duplicates.get(), connections, rejectedConnections.get(), protocolErrors.get(), refused.get());
     }
 }

@@ -27,7 +27,9 @@ import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -64,6 +66,10 @@ public final class RemoteLink implements AutoCloseable {
      * closes a timed-out connection, so a test can show that these are what keep a reused slot off the wire.
      */
     static final boolean NO_WRITE_HOLD = Boolean.getBoolean("mstar.test.noWriteHold");
+    /** How many timeouts a receiver remembers what landed from each sender ({@link DuplicateWindow}). */
+    static final int DUPLICATE_WINDOW_TIMEOUTS = 6;
+    /** Reposts whose first uuid is kept here, so that a repost of a repost names the same first send. */
+    private static final int REPOSTS_KEPT = 65_536;
 
     /** Told, on the link's thread, of each tensor sent from here that a remote node refused or did not confirm. */
     public interface RefusalListener {
@@ -95,6 +101,14 @@ public final class RemoteLink implements AutoCloseable {
     private final Set<String> senders = ConcurrentHashMap.newKeySet(); // entities whose tensors landed here
     private final Map<String, SenderBudget> budgets = new ConcurrentHashMap<>();
     private final Map<UUID, Landed> landed = new ConcurrentHashMap<>();
+    private final Map<String, DuplicateWindow> windows = new ConcurrentHashMap<>(); // by sending entity
+    private final Map<UUID, UUID> firstSentAs = Collections.synchronizedMap(new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<UUID, UUID> eldest) {
+            return size() > REPOSTS_KEPT;
+        }
+    });
+    private volatile boolean anyReposts; // a first send reads no map
     private final InboundQueue inbound;
     private final ConnectionGate gate;
     private volatile RefusalListener refusals;
@@ -244,7 +258,7 @@ public final class RemoteLink implements AutoCloseable {
                 ReceivedTensor view = heldView(d, msb, lsb);
                 boolean written = false;
                 try {
-                    connection.write(d, view, bytes, deadline);
+                    connection.write(d, anyReposts ? firstSentAs.get(d.uuid()) : null, view, bytes, deadline);
                     written = true;
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
@@ -260,6 +274,18 @@ public final class RemoteLink implements AutoCloseable {
             }
             return key;
         }
+    }
+
+    /**
+     * The tensor of uuid {@code msb, lsb}, about to be sent, repeats the one the last outcome named
+     * {@code inDoubtMsb, inDoubtLsb}: it goes under that tensor's first uuid, so that the consumer's node, which
+     * remembers what landed from here for {@value #DUPLICATE_WINDOW_TIMEOUTS} timeouts, hands it over only if the
+     * first never landed ({@link DuplicateWindow}).
+     */
+    public void sendsAgain(long msb, long lsb, long inDoubtMsb, long inDoubtLsb) {
+        UUID named = new UUID(inDoubtMsb, inDoubtLsb);
+        firstSentAs.put(new UUID(msb, lsb), firstSentAs.getOrDefault(named, named));
+        anyReposts = true;
     }
 
     // The slot's bytes to write, held until the write is done or failed (closing the view lets go).
@@ -449,6 +475,11 @@ public final class RemoteLink implements AutoCloseable {
 
     TensorClaim claim(TensorHeader header) {
         return arena.claim(header.requestId(), header.dtype(), header.shape());
+    }
+
+    /** What landed here lately from {@code sender}, by first uuid: a repost of one of them is not handed over again. */
+    DuplicateWindow windowOf(String sender) {
+        return windows.computeIfAbsent(sender, s -> new DuplicateWindow(DUPLICATE_WINDOW_TIMEOUTS * timeoutNs));
     }
 
     /** A whole tensor from {@code sender}: it goes to the local consumer, its bytes stay on the budget. */

@@ -21,8 +21,10 @@ import java.util.Arrays;
  *   CHALLENGE server: nonce (32) | u8 length | the server's entity
  *   PROOF     client: HMAC-SHA256 (32) over both nonces and both names ({@link Handshake})
  *   WELCOME   server: its own HMAC-SHA256 (32)
- *   TENSOR    uuid msb, lsb | nbytes i64 | CRC32C of the bytes i32 | dtype u8 | rank u8 | u16 length
- *             | shape (rank x i64) | request id (UTF-8); then nbytes bytes
+ *   TENSOR    uuid msb, lsb | first uuid msb, lsb | nbytes i64 | CRC32C of the bytes i32 | dtype u8 | rank u8
+ *             | u16 length | shape (rank x i64) | request id (UTF-8); then nbytes bytes. The first uuid is the
+ *             one the tensor was first sent under: its own, or an in-doubt tensor's that it repeats
+ *             ({@link DuplicateWindow})
  *   LANDED    uuid msb, lsb: the tensor is whole in the receiver's arena
  *   REFUSED   uuid msb, lsb | reason u8: the receiver dropped it ({@link Refusal})
  * </pre>
@@ -40,12 +42,12 @@ final class RemoteProtocol {
     static final int REFUSED = 7;
 
     static final int MAGIC = 0x4E54534D; // "MSTN" read little-endian
-    static final int VERSION = 1;
+    static final int VERSION = 2; // 2: TENSOR carries the first uuid
     static final int NONCE_BYTES = 32;
     static final int MAC_BYTES = 32;
     static final int LENGTH_FIELD = 4;
-    /** A TENSOR frame without shape and request id: type, uuid, nbytes, crc, dtype, rank, id length. */
-    static final int TENSOR_FIXED = 1 + 16 + 8 + 4 + 1 + 1 + 2;
+    /** A TENSOR frame without shape and request id: type, uuid, first uuid, nbytes, crc, dtype, rank, id length. */
+    static final int TENSOR_FIXED = 1 + 16 + 16 + 8 + 4 + 1 + 1 + 2;
     /** The largest frame of any type (a TENSOR frame at the codec's limits). */
     static final int MAX_FRAME = TENSOR_FIXED + 8 * DescriptorCodec.MAX_RANK + DescriptorCodec.MAX_REQUEST_ID_BYTES;
     static final int UUID_FRAME = 1 + 16;
@@ -82,7 +84,8 @@ final class RemoteProtocol {
     }
 
     /** The header of a tensor on its way, checked ({@link #readTensor}). */
-    record TensorHeader(long msb, long lsb, long nbytes, int crc, DType dtype, long[] shape, String requestId) {
+    record TensorHeader(long msb, long lsb, long firstMsb, long firstLsb, long nbytes, int crc, DType dtype,
+                        long[] shape, String requestId) {
     }
 
     /**
@@ -169,11 +172,11 @@ final class RemoteProtocol {
         return mac;
     }
 
-    static void writeTensor(ByteBuf out, long msb, long lsb, long nbytes, int crc, DType dtype, long[] shape,
-                            byte[] requestId) {
+    static void writeTensor(ByteBuf out, long msb, long lsb, long firstMsb, long firstLsb, long nbytes, int crc,
+                            DType dtype, long[] shape, byte[] requestId) {
         out.writeIntLE(TENSOR_FIXED + 8 * shape.length + requestId.length).writeByte(TENSOR).writeLongLE(msb)
-            .writeLongLE(lsb).writeLongLE(nbytes).writeIntLE(crc).writeByte(dtype.code()).writeByte(shape.length)
-            .writeShortLE(requestId.length);
+            .writeLongLE(lsb).writeLongLE(firstMsb).writeLongLE(firstLsb).writeLongLE(nbytes).writeIntLE(crc)
+            .writeByte(dtype.code()).writeByte(shape.length).writeShortLE(requestId.length);
         for (long dim : shape) {
             out.writeLongLE(dim);
         }
@@ -194,6 +197,8 @@ final class RemoteProtocol {
         in.skipBytes(LENGTH_FIELD + 1);
         long msb = in.readLongLE();
         long lsb = in.readLongLE();
+        long firstMsb = in.readLongLE();
+        long firstLsb = in.readLongLE();
         long nbytes = in.readLongLE();
         int crc = in.readIntLE();
         int code = in.readUnsignedByte();
@@ -228,7 +233,7 @@ final class RemoteProtocol {
         if (requestId == null) {
             throw new Violation("a request id that is not UTF-8");
         }
-        return new TensorHeader(msb, lsb, nbytes, crc, dtype, shape, requestId);
+        return new TensorHeader(msb, lsb, firstMsb, firstLsb, nbytes, crc, dtype, shape, requestId);
     }
 
     static void writeLanded(ByteBuf out, long msb, long lsb) {

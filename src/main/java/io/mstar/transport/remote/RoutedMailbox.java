@@ -174,6 +174,11 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
         return this;
     }
 
+    /** As {@link RemoteLink#sendsAgain}. */
+    public void sendsAgain(long msb, long lsb, long inDoubtMsb, long inDoubtLsb) {
+        remote.sendsAgain(msb, lsb, inDoubtMsb, inDoubtLsb);
+    }
+
     /** Where refusals of tensors sent from here by a remote node are told (the endpoint reports them). */
     public void onRefused(RemoteLink.RefusalListener listener) {
         remote.onRefused(listener);

@@ -183,7 +183,7 @@ class HostilePeerTest {
             byte[] id = requestId.getBytes(StandardCharsets.UTF_8);
             ByteBuffer b = ByteBuffer.allocate(RemoteProtocol.TENSOR_FIXED - 1 + 8 * shape.length + id.length)
                 .order(ByteOrder.LITTLE_ENDIAN);
-            b.putLong(n).putLong(n + 1).putLong(nbytes).putInt(0).put((byte) dtype.code()).put((byte) shape.length)
+            b.putLong(n).putLong(n + 1).putLong(n).putLong(n + 1).putLong(nbytes).putInt(0).put((byte) dtype.code()).put((byte) shape.length)
                 .putShort((short) id.length);
             for (long d : shape) {
                 b.putLong(d);
