@@ -84,8 +84,12 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
             return "ready";
         } catch (RuntimeException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
-            return cause.getMessage() == null ? cause.getClass().getSimpleName() // never "null"
-                : cause.getClass().getSimpleName() + ": " + cause.getMessage();
+            String message = cause.getMessage();
+            if (message != null && message.startsWith("null: ")) { // Netty's address after a message-less error
+                message = message.substring("null: ".length());
+            }
+            return message == null ? cause.getClass().getSimpleName() // never "null"
+                : cause.getClass().getSimpleName() + ": " + message;
         }
     }
 

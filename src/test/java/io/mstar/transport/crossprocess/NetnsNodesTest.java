@@ -1,11 +1,7 @@
 package io.mstar.transport.crossprocess;
 
-import io.mstar.transport.RemoteConfig;
-import io.mstar.transport.TransportConfig;
 import io.mstar.transport.testing.ChildJvm;
-import io.mstar.transport.testing.ShmTestDir;
-import io.mstar.transport.testing.TwoNodes;
-import org.junit.jupiter.api.Assumptions;
+import io.mstar.transport.testing.VethLink;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -16,8 +12,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -37,12 +31,12 @@ class NetnsNodesTest {
 
     @Test
     void theLinkGoesDownLongerThanTheTimeoutAndTheStreamResumesOnItsOwn() throws Exception {
-        try (Link link = Link.create()) {
+        try (VethLink link = VethLink.create()) {
             Path received = link.work.resolve("received");
             Path acks = link.work.resolve("acks");
             Path stop = link.work.resolve("stop");
-            ChildJvm consumer = link.startB(RemoteNode.class, "consumer", received.toString(), stop.toString());
-            ChildJvm producer = link.startA(RemoteNode.class, "producer", Integer.toString(TENSORS), "20261204",
+            ChildJvm consumer = link.startB(RemoteNode.class, Map.of(), "consumer", received.toString(), stop.toString());
+            ChildJvm producer = link.startA(RemoteNode.class, Map.of(), "producer", Integer.toString(TENSORS), "20261204",
                 acks.toString());
             long deadline = System.nanoTime() + 120_000_000_000L;
             while (lines(received) < TENSORS / 5) {
@@ -88,11 +82,11 @@ class NetnsNodesTest {
     void aSteadyProducerFailsEachSendOnceAtItsTimeoutThroughAPartitionAndResumesWithinASecond() throws Exception {
         long partitionMs = Long.getLong("mstar.test.partitionS", 10) * 1000;
         long timeoutMs = 2000;
-        try (Link link = Link.create()) {
+        try (VethLink link = VethLink.create()) {
             Path received = link.work.resolve("received");
             Path stop = link.work.resolve("stop");
-            ChildJvm consumer = link.startB(RemoteNode.class, "consumer", received.toString(), stop.toString());
-            ChildJvm producer = link.startA(SteadyProducer.class, stop.toString());
+            ChildJvm consumer = link.startB(RemoteNode.class, Map.of(), "consumer", received.toString(), stop.toString());
+            ChildJvm producer = link.startA(SteadyProducer.class, Map.of(), stop.toString());
             producer.awaitOutput("OUTCOME 100 ", 120);
             link.down();
             long downAt = System.currentTimeMillis();
@@ -146,92 +140,6 @@ class NetnsNodesTest {
         }
     }
 
-    /** Two namespaces joined by a veth pair, a directory per node; skips the test where they cannot be made. */
-    private static final class Link implements AutoCloseable {
-        final String tag = Integer.toHexString(ThreadLocalRandom.current().nextInt(0x1000, 0xffff));
-        final String nsA = "mstar-a-" + tag;
-        final String nsB = "mstar-b-" + tag;
-        final Path dirA;
-        final Path dirB;
-        final Path work;
-        final Map<String, String> envA;
-        final Map<String, String> envB;
-
-        private Link() throws IOException {
-            dirA = Files.createTempDirectory(ShmTestDir.SHM, "mstar-netnsA-");
-            dirB = Files.createTempDirectory(ShmTestDir.SHM, "mstar-netnsB-");
-            work = Files.createTempDirectory("mstar-netns-");
-            int subnet = ThreadLocalRandom.current().nextInt(1, 250);
-            String ipA = "10.213." + subnet + ".1";
-            String ipB = "10.213." + subnet + ".2";
-            String entities = "prefill=" + ipA + ":40123,decode=" + ipB + ":40123";
-            envA = env(dirA, ipA + ":40123", entities);
-            envB = env(dirB, ipB + ":40123", entities);
-        }
-
-        static Link create() throws Exception {
-            Link link = new Link();
-            boolean made = false;
-            try {
-                Assumptions.assumeTrue(run("ip", "netns", "add", link.nsA) == 0,
-                    "skipped: network namespaces need root and iproute2 (ip netns add failed)");
-                assertEquals(0, run("ip", "netns", "add", link.nsB));
-                assertEquals(0, run("ip", "link", "add", "mva" + link.tag, "netns", link.nsA, "type", "veth", "peer",
-                    "name", "mvb" + link.tag, "netns", link.nsB));
-                assertEquals(0, run("ip", "-n", link.nsA, "addr", "add", link.envA.get(RemoteConfig.LISTEN)
-                    .replace(":40123", "/24"), "dev", "mva" + link.tag));
-                assertEquals(0, run("ip", "-n", link.nsB, "addr", "add", link.envB.get(RemoteConfig.LISTEN)
-                    .replace(":40123", "/24"), "dev", "mvb" + link.tag));
-                for (String[] up : new String[][] {{link.nsA, "mva" + link.tag}, {link.nsB, "mvb" + link.tag},
-                    {link.nsA, "lo"}, {link.nsB, "lo"}}) {
-                    assertEquals(0, run("ip", "-n", up[0], "link", "set", up[1], "up"));
-                }
-                made = true;
-                return link;
-            } finally {
-                if (!made) {
-                    link.close();
-                }
-            }
-        }
-
-        ChildJvm startA(Class<?> main, String... args) throws IOException {
-            return ChildJvm.startUnder(List.of("ip", "netns", "exec", nsA), true, List.of(), envA, main, args);
-        }
-
-        ChildJvm startB(Class<?> main, String... args) throws IOException {
-            return ChildJvm.startUnder(List.of("ip", "netns", "exec", nsB), true, List.of(), envB, main, args);
-        }
-
-        void down() throws Exception {
-            assertEquals(0, run("ip", "-n", nsA, "link", "set", "mva" + tag, "down"));
-        }
-
-        void up() throws Exception {
-            assertEquals(0, run("ip", "-n", nsA, "link", "set", "mva" + tag, "up"));
-        }
-
-        void assertNothingLeft() throws IOException {
-            assertEquals(List.of(), ShmTestDir.list(dirA), "files left on node A");
-            assertEquals(List.of(), ShmTestDir.list(dirB), "files left on node B");
-        }
-
-        @Override
-        public void close() throws Exception {
-            run("ip", "netns", "del", nsA); // kills the processes' network; their parent watch ends them
-            run("ip", "netns", "del", nsB);
-            ShmTestDir.deleteTree(dirA);
-            ShmTestDir.deleteTree(dirB);
-            ShmTestDir.deleteTree(work);
-        }
-    }
-
-    private static Map<String, String> env(Path dir, String listen, String entities) {
-        return Map.of(TransportConfig.SHM_DIR, dir.toString(), TransportConfig.ARENA, "1",
-            TransportConfig.SEGMENT_MB, "64", RemoteConfig.LISTEN, listen, RemoteConfig.ENTITIES, entities,
-            RemoteConfig.SECRET, TwoNodes.SECRET, RemoteConfig.TIMEOUT_S, "2");
-    }
-
     private static long counter(String output, String name) {
         Matcher m = Pattern.compile("\\b" + name + "=(\\d+)").matcher(output);
         return m.find() ? Long.parseLong(m.group(1)) : -1;
@@ -239,19 +147,5 @@ class NetnsNodesTest {
 
     private static int lines(Path file) throws IOException {
         return Files.exists(file) ? (int) Files.readString(file).chars().filter(c -> c == '\n').count() : 0;
-    }
-
-    private static int run(String... command) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of(command));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        if (!p.waitFor(30, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            return -1;
-        }
-        if (p.exitValue() != 0) {
-            System.out.println(String.join(" ", command) + ": " + out.strip());
-        }
-        return p.exitValue();
     }
 }

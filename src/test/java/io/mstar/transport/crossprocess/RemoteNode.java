@@ -75,6 +75,12 @@ public final class RemoteNode {
         data.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, crc(data));
     }
 
+    /** Whether {@code data} is what {@link #fill} wrote for {@code seq}. */
+    static boolean intact(MemorySegment data, long seq) {
+        return data.byteSize() >= HEADER && data.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) == seq
+            && data.get(ValueLayout.JAVA_LONG_UNALIGNED, 8) == crc(data);
+    }
+
     private static long crc(MemorySegment data) {
         CRC32C crc = new CRC32C();
         crc.update(data.asSlice(HEADER).asByteBuffer());

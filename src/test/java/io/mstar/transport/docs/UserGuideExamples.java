@@ -134,6 +134,15 @@ final class UserGuideExamples {
         return endpoint;
     }
 
+    static long repost(TensorEndpoint endpoint, String requestId, Tensor tensor, long uuidMsb, long uuidLsb) {
+        // tag::repost[]
+        // told IN_DOUBT for (uuidMsb, uuidLsb): the same bytes again, as a repeat of that send
+        long key = endpoint.repost("decode-0", requestId, tensor, uuidMsb, uuidLsb);
+        // the consumer's node hands it over only if the first did not land there; else it confirms it (DELIVERED)
+        // end::repost[]
+        return key;
+    }
+
     static Delivery fanOut(TensorEndpoint endpoint, Tensor hidden) {
         // tag::fanOut[]
         List<String> readers = List.of("decoder-0", "speech-0", "logger");
