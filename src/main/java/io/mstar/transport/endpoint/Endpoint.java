@@ -115,6 +115,11 @@ final class Endpoint implements TensorEndpoint {
                 }
 
                 @Override
+                public void unreachable(String consumer, long msb, long lsb, PeerUnavailableException why) {
+                    refuse(msb, lsb, why); // as a send that waited for the connection itself
+                }
+
+                @Override
                 public void timedOut(String consumer, long msb, long lsb, boolean bytesLeft, String why) {
                     // the reason only: the tensor is decided as the transport frees it, as a gone consumer's
                     outcomes.refused(msb, lsb, bytesLeft ? Delivery.Failure.IN_DOUBT : Delivery.Failure.REMOTE_TIMEOUT,

@@ -35,6 +35,7 @@ final class Dialer {
         final String entity;
         final String endpoint; // host:port, the host resolved at every connect: a node restarted elsewhere is found
         volatile OutboundConnection connection; // replaced under the peer's lock; isAlive reads it without
+        final SendQueue queue = new SendQueue(); // tensors sent while the connection was not up
         // Since when no try reached it (null: the last one did) and the last try's error; under the peer's lock.
         Instant unreachableSince;
         String lastError;
@@ -53,6 +54,11 @@ final class Dialer {
                 unreachableSince = Instant.now();
             }
             lastError = c.whyNotReady();
+        }
+
+        boolean isReady() {
+            OutboundConnection c = connection;
+            return c != null && c.isReady();
         }
 
         /** What is known of a peer no try reached: since when, and the last try's error. */
@@ -180,18 +186,14 @@ final class Dialer {
     /** Whether the connection to {@code to} is up. */
     boolean isConnected(String to) {
         Peer peer = peers.get(to);
-        OutboundConnection c = peer == null ? null : peer.connection;
-        return c != null && c.isReady();
+        return peer != null && peer.isReady();
     }
 
     /** The connections up now. */
     int connected() {
         int up = 0;
         for (Peer peer : peers.values()) {
-            OutboundConnection c = peer.connection;
-            if (c != null && c.isReady()) {
-                up++;
-            }
+            up += peer.isReady() ? 1 : 0;
         }
         return up;
     }

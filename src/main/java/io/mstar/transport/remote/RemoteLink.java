@@ -35,6 +35,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -81,6 +83,13 @@ public final class RemoteLink implements AutoCloseable {
          */
         default void timedOut(String consumer, long msb, long lsb, boolean bytesLeft, String why) {
         }
+
+        /**
+         * A tensor that waited in the link's queue for a connection that was not up by its timeout (or that refused
+         * this node in its handshake: a {@code PeerRejectedException}): none of it left; to be reported and freed.
+         */
+        default void unreachable(String consumer, long msb, long lsb, PeerUnavailableException why) {
+        }
     }
 
     /** A tensor that landed here, until the local consumer's ACK. */
@@ -114,6 +123,9 @@ public final class RemoteLink implements AutoCloseable {
     private volatile RefusalListener refusals;
     private volatile SlotHolds holds = (msb, lsb) -> SlotHolds.NONE; // the producer's slots, held while written
     private final CloseOnce closer = new CloseOnce();
+    // Writers of the tensors queued while their connection was not up: one per peer at a time, gone when idle.
+    private final ExecutorService writers = Executors.newCachedThreadPool(
+        Thread.ofPlatform().daemon().name("mstar-remote-send-", 0).factory());
 
     private RemoteLink(Deployment deployment, TensorTransport arena, Placements placements) {
         this.config = deployment.config().remote();
@@ -235,7 +247,10 @@ public final class RemoteLink implements AutoCloseable {
 
     /**
      * Sends tensors to an entity on another node, one after the other; returns the key to report them
-     * under to an attached transport ({@link #isAlive}).
+     * under to an attached transport ({@link #isAlive}). With a {@link RefusalListener} (an endpoint's), a send
+     * never waits for the connection: while it is not up (being made, or through a partition) the tensors queue,
+     * in order, and a thread of the link's writes them once it is, or tells the listener of each one whose timeout
+     * passed first ({@link RefusalListener#unreachable}).
      *
      * @throws PeerUnavailableException when the entity cannot be reached and authenticated, or takes no data,
      *                                  within the timeout; the tensors not sent yet stay in flight, as with a
@@ -243,37 +258,82 @@ public final class RemoteLink implements AutoCloseable {
      */
     public String send(String to, List<TensorDescriptor> descriptors) {
         Dialer.Peer peer = dialer.peer(to);
+        String key = pending.keyOf(to);
+        if (refusals != null && (!peer.isReady() || !peer.queue.isEmpty())) {
+            queue(peer, descriptors, key);
+            return key;
+        }
         synchronized (peer) {
-            String key = pending.keyOf(to);
             for (TensorDescriptor d : descriptors) {
-                if (closer.isClosed()) {
-                    throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
-                }
-                long deadline = System.nanoTime() + timeoutNs;
-                OutboundConnection connection = dialer.connection(peer, deadline);
-                long msb = d.uuid().getMostSignificantBits();
-                long lsb = d.uuid().getLeastSignificantBits();
-                // pending before a byte leaves: LANDED may be quick
-                PendingTensors.Bytes bytes = pending.add(msb, lsb, to, key);
-                ReceivedTensor view = heldView(d, msb, lsb);
-                boolean written = false;
-                try {
-                    connection.write(d, anyReposts ? firstSentAs.get(d.uuid()) : null, view, bytes, deadline);
-                    written = true;
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new PeerUnavailableException(to, "interrupted while sending to entity=" + to);
-                } finally {
-                    if (!written) {
-                        view.close();
-                        pending.remove(msb, lsb, to);
-                    }
-                }
-                counters.tensorsSent.incrementAndGet();
-                counters.bytesSent.addAndGet(d.nbytes());
+                write(peer, d, key, System.nanoTime() + timeoutNs);
             }
             return key;
         }
+    }
+
+    // Behind what waits already; the writer runs until the queue is empty.
+    private void queue(Dialer.Peer peer, List<TensorDescriptor> descriptors, String key) {
+        for (TensorDescriptor d : descriptors) {
+            long deadline = System.nanoTime() + timeoutNs;
+            try {
+                if (!peer.queue.add(new SendQueue.Queued(d, key, deadline))) {
+                    throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " took no data for the"
+                        + " timeout: " + SendQueue.MAX_TENSORS + " tensors wait for its connection");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new PeerUnavailableException(peer.entity, "interrupted while sending to entity=" + peer.entity);
+            }
+        }
+        if (peer.queue.startDraining()) {
+            writers.execute(() -> drain(peer));
+        }
+    }
+
+    // The link's writer for one peer: each queued tensor in turn, on its connection, made as needed.
+    private void drain(Dialer.Peer peer) {
+        for (SendQueue.Queued q; (q = peer.queue.next()) != null; peer.queue.done()) {
+            TensorDescriptor d = q.descriptor();
+            try {
+                synchronized (peer) {
+                    write(peer, d, q.key(), q.deadlineNs());
+                }
+            } catch (PeerUnavailableException e) {
+                refusals.unreachable(peer.entity, d.uuid().getMostSignificantBits(),
+                    d.uuid().getLeastSignificantBits(), e);
+            } catch (RuntimeException e) { // closing: the endpoint tells what stays in flight
+                return;
+            }
+        }
+    }
+
+    // One tensor on the peer's connection, made (and waited for) as needed; the caller holds the peer.
+    private void write(Dialer.Peer peer, TensorDescriptor d, String key, long deadline) {
+        if (closer.isClosed()) {
+            throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
+        }
+        String to = peer.entity;
+        OutboundConnection connection = dialer.connection(peer, deadline);
+        long msb = d.uuid().getMostSignificantBits();
+        long lsb = d.uuid().getLeastSignificantBits();
+        // pending before a byte leaves: LANDED may be quick
+        PendingTensors.Bytes bytes = pending.add(msb, lsb, to, key);
+        ReceivedTensor view = heldView(d, msb, lsb);
+        boolean written = false;
+        try {
+            connection.write(d, anyReposts ? firstSentAs.get(d.uuid()) : null, view, bytes, deadline);
+            written = true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new PeerUnavailableException(to, "interrupted while sending to entity=" + to);
+        } finally {
+            if (!written) {
+                view.close();
+                pending.remove(msb, lsb, to);
+            }
+        }
+        counters.tensorsSent.incrementAndGet();
+        counters.bytesSent.addAndGet(d.nbytes());
     }
 
     /**
@@ -521,6 +581,7 @@ public final class RemoteLink implements AutoCloseable {
     private void release() {
         ShutdownCleanup.unregister(this);
         try {
+            writers.shutdownNow(); // a writer waiting for a connection gives up
             carrier.close(); // the event loop ends: no write reads a slot, no landing writes one, after this
         } finally {
             LOG.info("cross-node path closing: entity={} {}", entity, stats().toLogLine());

@@ -1,0 +1,64 @@
+package io.mstar.transport.remote;
+
+import io.mstar.transport.TensorDescriptor;
+
+import java.util.ArrayDeque;
+
+/**
+ * The tensors sent to one entity while its connection was not up (being made at start, or waiting through a
+ * partition), in the order they were sent: a thread of the link's writes them once it is, so that a sender whose
+ * outcomes go to a listener never waits for a connection. While any waits here, later sends queue behind them.
+ * Bounded: a sender waits while {@value #MAX_TENSORS} are queued. Guarded by its own monitor.
+ */
+final class SendQueue {
+    static final int MAX_TENSORS = 2048;
+
+    /** One tensor to write, under the key it was reported with, by its deadline. */
+    record Queued(TensorDescriptor descriptor, String key, long deadlineNs) {
+    }
+
+    private final ArrayDeque<Queued> queued = new ArrayDeque<>();
+    private boolean draining;
+
+    /** Whether anything waits to be written: a send goes behind it. */
+    synchronized boolean isEmpty() {
+        return queued.isEmpty();
+    }
+
+    /** Queues a tensor, waiting while the queue is full; false when its deadline passed first (nothing queued). */
+    synchronized boolean add(Queued q) throws InterruptedException {
+        while (queued.size() >= MAX_TENSORS) {
+            long left = q.deadlineNs() - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            wait(Math.max(1, left / 1_000_000));
+        }
+        queued.add(q);
+        return true;
+    }
+
+    /** Whether the caller is to start the writer: none runs now (it ends when the queue is empty). */
+    synchronized boolean startDraining() {
+        if (draining) {
+            return false;
+        }
+        draining = true;
+        return true;
+    }
+
+    /** The oldest tensor, left in place while it is written (later sends queue behind it); null ends the writer. */
+    synchronized Queued next() {
+        Queued q = queued.peek();
+        if (q == null) {
+            draining = false;
+        }
+        return q;
+    }
+
+    /** The oldest tensor was written (or failed): the next one's turn. */
+    synchronized void done() {
+        queued.poll();
+        notifyAll();
+    }
+}
