@@ -26,7 +26,7 @@ import java.util.zip.CRC32C;
  * producer opens its endpoint with a {@link DeliveryListener} (told on the thread that learns each outcome),
  * gives every payload a request id of its own, and either fills its own buffer and {@code post}s it
  * ({@code user-post}) or claims room, fills it in place and posts the claim ({@code user-claim}; across two
- * "nodes" over the cross-node path: {@code user-remote}); at most {@link Protocol#window} payloads in flight,
+ * "nodes" over the cross-node path: {@code user-post-remote} and {@code user-remote}); at most {@link Protocol#window} payloads in flight,
  * each outcome frees a window place (a semaphore) and records the payload's send-to-outcome time, matched by
  * its request id. The consumer calls {@code receive} with a handler that checks a CRC32C over every byte in
  * place and returns (the endpoint ACKs). Nothing here reaches into the library's internals or idles on its
@@ -163,7 +163,7 @@ final class UserPeer {
     }
 
     private static String transportOf(String peer) {
-        return peer.equals("user-remote") ? "remote" : "arena-claim";
+        return peer.endsWith("remote") ? "remote" : "arena-claim";
     }
 
     /**

@@ -39,10 +39,11 @@ public final class XBench {
         "uds", "file");
     /**
      * Peers run only when named: the cross-node path between two directories over TCP, as the project's harness
-     * ({@code remote}) and a user's code ({@code user-remote}) drive it, and TCP under TLS 1.3 ({@code tls},
+     * ({@code remote}) and a user's code drive it ({@code user-remote} claims and posts, {@code user-post-remote}
+     * posts its own buffer), and TCP under TLS 1.3 ({@code tls},
      * the peer for those two with TLS on: {@code -Dxbench.jvmArgs=-Dxbench.tlsDir=DIR}).
      */
-    static final List<String> NODE_PEERS = List.of("remote", "user-remote", "tls");
+    static final List<String> NODE_PEERS = List.of("remote", "user-remote", "user-post-remote", "tls");
     /** Run only when named: arena-claim with the producer reading its own ACKs (outcomes polled on its thread). */
     static final List<String> VARIANTS = List.of("arena-polled", "user-post-polled", "user-claim-polled");
     static final List<String> REFERENCES = List.of("memcpy", "fill", "crc32c");
@@ -227,7 +228,7 @@ public final class XBench {
                     ArenaPeer.consumer(peer, dir);
                 }
             }
-            case "user-post", "user-claim", "user-post-polled", "user-claim-polled", "user-remote" -> {
+            case "user-post", "user-claim", "user-post-polled", "user-claim-polled", "user-remote", "user-post-remote" -> {
                 if (producer) {
                     UserPeer.producer(peer, dir, seconds);
                 } else {
