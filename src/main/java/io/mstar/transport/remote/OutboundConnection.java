@@ -39,8 +39,14 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
 
     /** Larger tensors are written (and checksummed) as several buffers: a ByteBuffer holds at most 2 GiB. */
     private static final long PIECE = 1L << 30;
-    /** A sender waits while this much is handed over to the event loop and not yet queued (the queue's high mark). */
-    private static final long HANDOVER_MAX = 4 << 20;
+    /**
+     * A sender waits while this much is handed over to the event loop and not yet queued. Shallow, as TCP's own
+     * buffer is: a deeper queue moved no more and only made each tensor wait longer (at 1 MiB, p50 10 ms with 4 MiB
+     * here and in Netty's buffer, 1 ms with 512 KiB and 1 MiB; benchmarks.md).
+     */
+    private static final long HANDOVER_MAX = 512 << 10;
+    /** A sender waiting for the hand-over is woken when it falls below this: not once per tensor written. */
+    private static final long HANDOVER_LOW = HANDOVER_MAX / 2;
 
     final String entity;
     private final RemoteLink link;
@@ -158,7 +164,8 @@ final class OutboundConnection extends ChannelInboundHandlerAdapter {
         try {
             c.eventLoop().execute(() -> {
                 writeNow(c, d, first == null ? d.uuid() : first, view, bytes);
-                if (handedOver.addAndGet(-d.nbytes()) < HANDOVER_MAX) {
+                long left = handedOver.addAndGet(-d.nbytes());
+                if (left < HANDOVER_LOW && left + d.nbytes() >= HANDOVER_LOW) { // a waiting sender posts a few at once
                     synchronized (writable) {
                         writable.notifyAll();
                     }

@@ -257,6 +257,9 @@ public final class RemoteLink implements AutoCloseable {
      *                                  local peer
      */
     public String send(String to, List<TensorDescriptor> descriptors) {
+        if (closer.isClosed()) {
+            throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
+        }
         Dialer.Peer peer = dialer.peer(to);
         String key = pending.keyOf(to);
         if (refusals != null && (!peer.isReady() || !peer.queue.isEmpty())) {
@@ -271,19 +274,18 @@ public final class RemoteLink implements AutoCloseable {
         }
     }
 
-    // Behind what waits already; the writer runs until the queue is empty.
+    // Behind what waits already, all of one send together; the writer runs until the queue is empty.
     private void queue(Dialer.Peer peer, List<TensorDescriptor> descriptors, String key) {
-        for (TensorDescriptor d : descriptors) {
-            long deadline = System.nanoTime() + timeoutNs;
-            try {
-                if (!peer.queue.add(new SendQueue.Queued(d, key, deadline))) {
-                    throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " took no data for the"
-                        + " timeout: " + SendQueue.MAX_TENSORS + " tensors wait for its connection");
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new PeerUnavailableException(peer.entity, "interrupted while sending to entity=" + peer.entity);
+        long deadline = System.nanoTime() + timeoutNs;
+        List<SendQueue.Queued> batch = descriptors.stream().map(d -> new SendQueue.Queued(d, key, deadline)).toList();
+        try {
+            if (!peer.queue.add(batch, deadline)) {
+                throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " took no data for the"
+                    + " timeout: " + SendQueue.MAX_TENSORS + " tensors wait for its connection");
             }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new PeerUnavailableException(peer.entity, "interrupted while sending to entity=" + peer.entity);
         }
         if (peer.queue.startDraining()) {
             writers.execute(() -> drain(peer));
@@ -294,15 +296,21 @@ public final class RemoteLink implements AutoCloseable {
     private void drain(Dialer.Peer peer) {
         for (SendQueue.Queued q; (q = peer.queue.next()) != null; peer.queue.done()) {
             TensorDescriptor d = q.descriptor();
+            long msb = d.uuid().getMostSignificantBits();
+            long lsb = d.uuid().getLeastSignificantBits();
             try {
                 synchronized (peer) {
                     write(peer, d, q.key(), q.deadlineNs());
                 }
             } catch (PeerUnavailableException e) {
-                refusals.unreachable(peer.entity, d.uuid().getMostSignificantBits(),
-                    d.uuid().getLeastSignificantBits(), e);
-            } catch (RuntimeException e) { // closing: the endpoint tells what stays in flight
-                return;
+                refusals.unreachable(peer.entity, msb, lsb, e);
+            } catch (RuntimeException e) {
+                if (closer.isClosed()) {
+                    return; // the endpoint closes too, and tells what stays in flight
+                }
+                LOG.error("could not send a tensor to entity={}: {}", peer.entity, e.toString(), e);
+                refusals.unreachable(peer.entity, msb, lsb, new PeerUnavailableException(peer.entity,
+                    "could not send it to entity=" + peer.entity + ": " + e));
             }
         }
     }

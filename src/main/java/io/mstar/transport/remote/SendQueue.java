@@ -3,6 +3,7 @@ package io.mstar.transport.remote;
 import io.mstar.transport.TensorDescriptor;
 
 import java.util.ArrayDeque;
+import java.util.List;
 
 /**
  * The tensors sent to one entity while its connection was not up (being made at start, or waiting through a
@@ -25,16 +26,19 @@ final class SendQueue {
         return queued.isEmpty();
     }
 
-    /** Queues a tensor, waiting while the queue is full; false when its deadline passed first (nothing queued). */
-    synchronized boolean add(Queued q) throws InterruptedException {
-        while (queued.size() >= MAX_TENSORS) {
-            long left = q.deadlineNs() - System.nanoTime();
+    /**
+     * Queues one send's tensors together, waiting while the queue has no room for them; false when the deadline
+     * passed first (none of them queued).
+     */
+    synchronized boolean add(List<Queued> batch, long deadlineNs) throws InterruptedException {
+        while (!queued.isEmpty() && queued.size() + batch.size() > MAX_TENSORS) {
+            long left = deadlineNs - System.nanoTime();
             if (left <= 0) {
                 return false;
             }
             wait(Math.max(1, left / 1_000_000));
         }
-        queued.add(q);
+        queued.addAll(batch);
         return true;
     }
 

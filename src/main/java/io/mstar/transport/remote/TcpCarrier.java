@@ -45,8 +45,8 @@ import java.util.function.Supplier;
  * with certificates required on both sides (BoringSSL where netty-tcnative loads, the JDK's engine otherwise).
  */
 final class TcpCarrier implements AutoCloseable {
-    /** Writes queue up to this many bytes before a sender waits: a few large tensors, many small ones. */
-    private static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(1 << 20, 4 << 20);
+    /** Writes queue up to this many bytes before a sender waits (OutboundConnection's hand-over says why so few). */
+    private static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 << 10, 1 << 20);
 
     private final boolean epoll;
     private final EventLoopGroup group;

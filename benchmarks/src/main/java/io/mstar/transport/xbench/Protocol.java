@@ -30,9 +30,10 @@ final class Protocol {
         return 2 * window(size);
     }
 
-    /** The warm-up before each size's measured time: half of it, at most a second. */
+    /** The warm-up before each size's measured time: half of it, at most a second, or {@code xbench.warmUpS}. */
     static double warmUpSeconds(double measured) {
-        return Math.min(1.0, measured / 2);
+        String set = System.getProperty("xbench.warmUpS"); // e.g. -Dxbench.jvmArgs=-Dxbench.warmUpS=15: warm JIT
+        return set == null ? Math.min(1.0, measured / 2) : Double.parseDouble(set);
     }
 
     /** Sets every byte of the payload for {@code seq}: the producer's own fill. */
