@@ -117,7 +117,7 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
         this.device = new DevicePath(config, arena, peers, writer, this::receive, this::checkOpen);
         this.stats = config.publishStats() ? new StatsFile(arena.owner()) : null;
         ShutdownCleanup.register(this);
-        this.jmxName = TransportJmx.register(this, arena.owner().namespace().id(), arena.entity());
+        this.jmxName = TransportJmx.register(this, arena.owner().namespace().id(), arena.entity(), this::published);
         if (stats != null) {
             maintenance.every(0, PUBLISH_INTERVAL_MS, this::publishStats);
         }
@@ -364,6 +364,12 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
         Map<String, Supplier<? extends Record>> next = new LinkedHashMap<>(beside);
         next.put(name, snapshot);
         beside = next;
+    }
+
+    // A section published beside the stats, as it is now (null: none of that name).
+    private Record published(String name) {
+        Supplier<? extends Record> section = beside.get(name);
+        return section == null ? null : section.get();
     }
 
     /** Names this arena's role in its stats file: {@code own} (the entity's arena), {@code landing} (the cross-node path's). */

@@ -1,7 +1,9 @@
 package io.mstar.transport.jmx;
 
+import io.mstar.transport.RemoteStats;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
+
 /**
  * A transport as JMX shows it: every transport registers one in the platform MBean server while it is
  * open, named {@code io.mstar.transport:type=TensorTransport,namespace=<16 hex digits>,entity=<entity>}
@@ -14,6 +16,12 @@ public interface TransportMXBean {
     String DOMAIN = "io.mstar.transport";
 
     TransportStats getStats();
+
+    /**
+     * The cross-node path's counters (sent, landed, timed out, in doubt, received, duplicates, connections...) of
+     * the endpoint this transport belongs to, as composite data; null when it is not on that path.
+     */
+    RemoteStats getRemote();
 
     String getEntity();
 

@@ -1,5 +1,6 @@
 package io.mstar.transport.metrics;
 
+import io.mstar.transport.RemoteStats;
 import io.mstar.transport.TensorTransport;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.jmx.TransportMXBean;
@@ -18,6 +19,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 
 /**
  * Registers each transport's {@link TransportMXBean} while it is open. The registration runs on a thread of its
@@ -38,18 +40,23 @@ public final class TransportJmx {
     private TransportJmx() {
     }
 
-    /** Registers the transport's bean, soon; the name it got comes from the future (null when JMX refused it). */
-    public static Future<ObjectName> register(TensorTransport transport, String namespace, String entity) {
-        return REGISTRAR.submit(() -> registerNow(transport, namespace, entity));
+    /**
+     * Registers the transport's bean, soon; the name it got comes from the future (null when JMX refused it).
+     * {@code sections}: what the transport publishes beside its stats, by name ("remote": {@link RemoteStats}).
+     */
+    public static Future<ObjectName> register(TensorTransport transport, String namespace, String entity,
+                                              Function<String, Record> sections) {
+        return REGISTRAR.submit(() -> registerNow(transport, namespace, entity, sections));
     }
 
-    private static ObjectName registerNow(TensorTransport transport, String namespace, String entity) {
+    private static ObjectName registerNow(TensorTransport transport, String namespace, String entity,
+                                          Function<String, Record> sections) {
         MBeanServer server = ManagementFactory.getPlatformMBeanServer();
         String base = TransportMXBean.DOMAIN + ":type=TensorTransport,namespace=" + namespace + ",entity=" + entity;
         for (int instance = 1; instance <= MAX_INSTANCES; instance++) {
             try {
                 ObjectName name = new ObjectName(instance == 1 ? base : base + ",instance=" + instance);
-                server.registerMBean(new Bean(transport, namespace, entity), name);
+                server.registerMBean(new Bean(transport, namespace, entity, sections), name);
                 return name;
             } catch (InstanceAlreadyExistsException e) {
                 // another transport of this entity in this process: the next instance number
@@ -88,10 +95,16 @@ public final class TransportJmx {
         }
     }
 
-    private record Bean(TensorTransport transport, String namespace, String entity) implements TransportMXBean {
+    private record Bean(TensorTransport transport, String namespace, String entity, Function<String, Record> sections)
+        implements TransportMXBean {
         @Override
         public TransportStats getStats() {
             return transport.statsSummary();
+        }
+
+        @Override
+        public RemoteStats getRemote() {
+            return sections.apply("remote") instanceof RemoteStats remote ? remote : null;
         }
 
         @Override

@@ -71,7 +71,7 @@ public final class FileTransport implements TensorTransport, TensorRecords, Tens
         this.peers = new PeerSegments(owner.dir(), counters);
         this.sweeper = Sweeper.join(owner.dir(), reclaimInterval);
         ShutdownCleanup.register(this);
-        this.jmxName = TransportJmx.register(this, owner.namespace().id(), entity);
+        this.jmxName = TransportJmx.register(this, owner.namespace().id(), entity, name -> null);
     }
 
     @Override

@@ -9,6 +9,7 @@ import io.mstar.transport.TransportConfig;
 import io.mstar.transport.arena.ArenaTransport;
 import io.mstar.transport.arena.SegmentedArena;
 import io.mstar.transport.crossprocess.Node;
+import io.mstar.transport.jmx.TransportMXBean;
 import io.mstar.transport.lifecycle.Owner;
 import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.naming.ShmNames;
@@ -19,9 +20,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import javax.management.openmbean.CompositeData;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -207,6 +212,24 @@ class DoctorTest {
             String text = run("stats", "--dir", nodes.dirB.toString()).out;
             assertTrue(text.contains("entity decode landing arena") && text.contains("entity decode own arena"), text);
             assertTrue(text.contains("remote.tensorsReceived=1"), text);
+            assertEquals(1L, remoteOverJmx("prefill", "landed")); // the endpoints' MXBeans show the same
+            assertEquals(1L, remoteOverJmx("decode", "tensorsReceived"));
+        }
+    }
+
+    // A counter of the cross-node path from the bean of an entity's transport that is on it (its landing arena's is not).
+    private static long remoteOverJmx(String entity, String counter) throws Exception {
+        MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+        ObjectName pattern = new ObjectName(TransportMXBean.DOMAIN + ":type=TensorTransport,entity=" + entity + ",*");
+        long deadline = System.nanoTime() + 30_000_000_000L; // beans register on a thread of their own
+        while (true) {
+            for (ObjectName name : server.queryNames(pattern, null)) {
+                if (server.getAttribute(name, "Remote") instanceof CompositeData remote) {
+                    return (Long) remote.get(counter);
+                }
+            }
+            assertTrue(System.nanoTime() < deadline, "no MXBean of entity=" + entity + " shows the cross-node path");
+            Thread.sleep(50);
         }
     }
 
