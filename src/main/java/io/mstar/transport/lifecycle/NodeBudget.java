@@ -47,6 +47,12 @@ public final class NodeBudget implements AutoCloseable {
     static final int FILE_BYTES = HEADER_BYTES + SLOTS * SLOT_BYTES;
     /** How long a commit waits for another arena's commit (one read and one write; a stopped process holds it). */
     static final long LOCK_WAIT_NS = 2_000_000_000L;
+    /**
+     * How long a joiner waits for the file's creator to write it (a few system calls, but a creator descheduled
+     * on a busy node, eight JVMs starting on two cores, took longer than LOCK_WAIT_NS); only a creator that died
+     * in between leaves it unwritten.
+     */
+    static final long READY_WAIT_NS = 30_000_000_000L;
 
     private final Path dir;
     private final String path;
@@ -133,7 +139,7 @@ public final class NodeBudget implements AutoCloseable {
 
     // The budget its creator wrote, once it wrote the magic (a moment after it made the file).
     private static long awaitReady(int fd, String path) {
-        long deadline = System.nanoTime() + LOCK_WAIT_NS;
+        long deadline = System.nanoTime() + READY_WAIT_NS;
         while (true) {
             ByteBuffer header = read(fd, 0, 16, path);
             if (header.getLong(0) == MAGIC) {
@@ -143,7 +149,7 @@ public final class NodeBudget implements AutoCloseable {
                 throw new IllegalStateException("the node budget file was never made ready: " + path
                     + " (its creator died while making it? remove it)");
             }
-            LockSupport.parkNanos(100_000);
+            LockSupport.parkNanos(1_000_000); // not a spin: the creator may need this core
         }
     }
 
