@@ -27,14 +27,10 @@ import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collection;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -55,8 +51,9 @@ import java.util.concurrent.TimeUnit;
  * sending entity (as the authenticated connection names it); the consumer's ACK frees the landing slot here.
  *
  * <p>One class on purpose: sending, landing and the timers share one lifecycle (a close ends all three on the
- * event loop at once) and one set of counters; the connections and their dialing, the pending table, the landing
- * queue, the caps and the handshake are classes of their own.
+ * event loop at once) and one set of counters; the connections and their dialing, the queue of sends waiting for a
+ * connection, the pending table, the reposts, what landed per sender, the landing queue, the caps and the handshake
+ * are classes of their own.
  */
 public final class RemoteLink implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteLink.class);
@@ -70,8 +67,6 @@ public final class RemoteLink implements AutoCloseable {
     static final boolean NO_WRITE_HOLD = Boolean.getBoolean("mstar.test.noWriteHold");
     /** How many timeouts a receiver remembers what landed from each sender ({@link DuplicateWindow}). */
     static final int DUPLICATE_WINDOW_TIMEOUTS = 6;
-    /** Reposts whose first uuid is kept here, so that a repost of a repost names the same first send. */
-    private static final int REPOSTS_KEPT = 65_536;
 
     /** Told, on the link's thread, of each tensor sent from here that a remote node refused or did not confirm. */
     public interface RefusalListener {
@@ -81,19 +76,13 @@ public final class RemoteLink implements AutoCloseable {
          * Not confirmed within the timeout, and about to be freed: {@code bytesLeft} when all of it may have
          * reached the consumer's node (which may have handed it over), else none of it did, or not all.
          */
-        default void timedOut(String consumer, long msb, long lsb, boolean bytesLeft, String why) {
-        }
+        void timedOut(String consumer, long msb, long lsb, boolean bytesLeft, String why);
 
         /**
          * A tensor that waited in the link's queue for a connection that was not up by its timeout (or that refused
          * this node in its handshake: a {@code PeerRejectedException}): none of it left; to be reported and freed.
          */
-        default void unreachable(String consumer, long msb, long lsb, PeerUnavailableException why) {
-        }
-    }
-
-    /** A tensor that landed here, until the local consumer's ACK. */
-    private record Landed(SenderBudget budget, long nbytes) {
+        void unreachable(String consumer, long msb, long lsb, PeerUnavailableException why);
     }
 
     private final RemoteConfig config;
@@ -107,17 +96,8 @@ public final class RemoteLink implements AutoCloseable {
     private final RemoteCounters counters = new RemoteCounters();
     private final Dialer dialer; // our connections to other nodes' entities
     private final PendingTensors pending;
-    private final Set<String> senders = ConcurrentHashMap.newKeySet(); // entities whose tensors landed here
-    private final Map<String, SenderBudget> budgets = new ConcurrentHashMap<>();
-    private final Map<UUID, Landed> landed = new ConcurrentHashMap<>();
-    private final Map<String, DuplicateWindow> windows = new ConcurrentHashMap<>(); // by sending entity
-    private final Map<UUID, UUID> firstSentAs = Collections.synchronizedMap(new LinkedHashMap<>() {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<UUID, UUID> eldest) {
-            return size() > REPOSTS_KEPT;
-        }
-    });
-    private volatile boolean anyReposts; // a first send reads no map
+    private final Landings landings;
+    private final Reposts reposts = new Reposts();
     private final InboundQueue inbound;
     private final ConnectionGate gate;
     private volatile RefusalListener refusals;
@@ -138,6 +118,8 @@ public final class RemoteLink implements AutoCloseable {
         this.handshake = new Handshake(secret == null ? new byte[0] : secret);
         this.gate = new ConnectionGate(placements, counters);
         this.pending = new PendingTensors(timeoutNs, counters, config);
+        this.landings = new Landings(config.maxInFlightBytes(), config.maxInFlightTensors(),
+            DUPLICATE_WINDOW_TIMEOUTS * timeoutNs);
         this.inbound = new InboundQueue(entity, counters);
         this.arena = arena;
         this.carrier = new TcpCarrier(config);
@@ -229,7 +211,7 @@ public final class RemoteLink implements AutoCloseable {
 
     /** Whether ACKs to {@code entity} are for tensors that landed here from it. */
     public boolean landsFrom(String entity) {
-        return senders.contains(entity) || config.isRemote(entity);
+        return landings.from(entity) || config.isRemote(entity);
     }
 
     /**
@@ -287,32 +269,29 @@ public final class RemoteLink implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new PeerUnavailableException(peer.entity, "interrupted while sending to entity=" + peer.entity);
         }
-        if (peer.queue.startDraining()) {
-            writers.execute(() -> drain(peer));
-        }
+        peer.queue.drainOn(writers, q -> writeQueued(peer, q));
     }
 
-    // The link's writer for one peer: each queued tensor in turn, on its connection, made as needed.
-    private void drain(Dialer.Peer peer) {
-        for (SendQueue.Queued q; (q = peer.queue.next()) != null; peer.queue.done()) {
-            TensorDescriptor d = q.descriptor();
-            long msb = d.uuid().getMostSignificantBits();
-            long lsb = d.uuid().getLeastSignificantBits();
-            try {
-                synchronized (peer) {
-                    write(peer, d, q.key(), q.deadlineNs());
-                }
-            } catch (PeerUnavailableException e) {
-                refusals.unreachable(peer.entity, msb, lsb, e);
-            } catch (RuntimeException e) {
-                if (closer.isClosed()) {
-                    return; // the endpoint closes too, and tells what stays in flight
-                }
-                LOG.error("could not send a tensor to entity={}: {}", peer.entity, e.toString(), e);
-                refusals.unreachable(peer.entity, msb, lsb, new PeerUnavailableException(peer.entity,
-                    "could not send it to entity=" + peer.entity + ": " + e));
+    // One queued tensor, on the link's writer for its peer; false when the link closes (the writer stops).
+    private boolean writeQueued(Dialer.Peer peer, SendQueue.Queued q) {
+        TensorDescriptor d = q.descriptor();
+        long msb = d.uuid().getMostSignificantBits();
+        long lsb = d.uuid().getLeastSignificantBits();
+        try {
+            synchronized (peer) {
+                write(peer, d, q.key(), q.deadlineNs());
             }
+        } catch (PeerUnavailableException e) {
+            refusals.unreachable(peer.entity, msb, lsb, e);
+        } catch (RuntimeException e) {
+            if (closer.isClosed()) {
+                return false; // the endpoint closes too, and tells what stays in flight
+            }
+            LOG.error("could not send a tensor to entity={}: {}", peer.entity, e.toString(), e);
+            refusals.unreachable(peer.entity, msb, lsb, new PeerUnavailableException(peer.entity,
+                "could not send it to entity=" + peer.entity + ": " + e));
         }
+        return true;
     }
 
     // One tensor on the peer's connection, made (and waited for) as needed; the caller holds the peer.
@@ -329,7 +308,7 @@ public final class RemoteLink implements AutoCloseable {
         ReceivedTensor view = heldView(d, msb, lsb);
         boolean written = false;
         try {
-            connection.write(d, anyReposts ? firstSentAs.get(d.uuid()) : null, view, bytes, deadline);
+            connection.write(d, reposts.firstOf(d.uuid()), view, bytes, deadline);
             written = true;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -351,9 +330,7 @@ public final class RemoteLink implements AutoCloseable {
      * first never landed ({@link DuplicateWindow}).
      */
     public void sendsAgain(long msb, long lsb, long inDoubtMsb, long inDoubtLsb) {
-        UUID named = new UUID(inDoubtMsb, inDoubtLsb);
-        firstSentAs.put(new UUID(msb, lsb), firstSentAs.getOrDefault(named, named));
-        anyReposts = true;
+        reposts.add(msb, lsb, inDoubtMsb, inDoubtLsb);
     }
 
     // The slot's bytes to write, held until the write is done or failed (closing the view lets go).
@@ -435,20 +412,13 @@ public final class RemoteLink implements AutoCloseable {
     /** The local consumer's ACKs for tensors that landed here: frees their slots. */
     public void ackLanded(Collection<UUID> uuids) {
         arena.ack(uuids);
-        uuids.forEach(this::releaseLanded);
+        uuids.forEach(landings::acked);
     }
 
     /** As {@link #ackLanded(Collection)}, for one. */
     public void ackLanded(long msb, long lsb) {
         arena.records().ack(msb, lsb);
-        releaseLanded(new UUID(msb, lsb));
-    }
-
-    private void releaseLanded(UUID uuid) {
-        Landed l = landed.remove(uuid);
-        if (l != null) {
-            l.budget().release(l.nbytes());
-        }
+        landings.acked(new UUID(msb, lsb));
     }
 
     /**
@@ -530,7 +500,7 @@ public final class RemoteLink implements AutoCloseable {
     /** The handshake passed: the sender's budget, or null when it has too many connections open already. */
     SenderBudget authenticated(InboundConnection connection, String sender) {
         return gate.authenticated(connection, sender)
-            ? budgets.computeIfAbsent(sender, s -> new SenderBudget(config.maxInFlightBytes(), config.maxInFlightTensors())) : null;
+            ? landings.budgetOf(sender) : null;
     }
 
     /** A peer broke the protocol or failed its handshake: closed, counted, logged (at most once a minute). */
@@ -545,15 +515,13 @@ public final class RemoteLink implements AutoCloseable {
         return arena.claim(header.requestId(), header.dtype(), header.shape());
     }
 
-    /** What landed here lately from {@code sender}, by first uuid: a repost of one of them is not handed over again. */
     DuplicateWindow windowOf(String sender) {
-        return windows.computeIfAbsent(sender, s -> new DuplicateWindow(DUPLICATE_WINDOW_TIMEOUTS * timeoutNs));
+        return landings.windowOf(sender);
     }
 
     /** A whole tensor from {@code sender}: it goes to the local consumer, its bytes stay on the budget. */
     void landed(String sender, SenderBudget budget, TensorHeader header, TensorDescriptor descriptor) {
-        senders.add(sender);
-        landed.put(descriptor.uuid(), new Landed(budget, header.nbytes()));
+        landings.landed(sender, budget, descriptor.uuid(), header.nbytes());
         counters.tensorsReceived.incrementAndGet();
         counters.bytesReceived.addAndGet(header.nbytes());
         inbound.tensor(sender, descriptor);

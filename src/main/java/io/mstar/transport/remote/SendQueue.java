@@ -4,6 +4,8 @@ import io.mstar.transport.TensorDescriptor;
 
 import java.util.ArrayDeque;
 import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.function.Predicate;
 
 /**
  * The tensors sent to one entity while its connection was not up (being made at start, or waiting through a
@@ -42,8 +44,23 @@ final class SendQueue {
         return true;
     }
 
-    /** Whether the caller is to start the writer: none runs now (it ends when the queue is empty). */
-    synchronized boolean startDraining() {
+    /**
+     * Starts the writer on {@code executor} unless one runs: it writes each tensor in turn, oldest first, and ends
+     * when the queue is empty, or when {@code write} returns false (the link closes).
+     */
+    void drainOn(Executor executor, Predicate<Queued> write) {
+        if (startDraining()) {
+            executor.execute(() -> {
+                for (Queued q; (q = next()) != null; done()) {
+                    if (!write.test(q)) {
+                        return;
+                    }
+                }
+            });
+        }
+    }
+
+    private synchronized boolean startDraining() {
         if (draining) {
             return false;
         }
@@ -51,8 +68,8 @@ final class SendQueue {
         return true;
     }
 
-    /** The oldest tensor, left in place while it is written (later sends queue behind it); null ends the writer. */
-    synchronized Queued next() {
+    // The oldest tensor, left in place while it is written (later sends queue behind it); null ends the writer.
+    private synchronized Queued next() {
         Queued q = queued.peek();
         if (q == null) {
             draining = false;
@@ -60,8 +77,8 @@ final class SendQueue {
         return q;
     }
 
-    /** The oldest tensor was written (or failed): the next one's turn. */
-    synchronized void done() {
+    // The oldest tensor was written (or failed): the next one's turn.
+    private synchronized void done() {
         queued.poll();
         notifyAll();
     }
