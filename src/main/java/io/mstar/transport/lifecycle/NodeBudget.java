@@ -137,12 +137,13 @@ public final class NodeBudget implements AutoCloseable {
         }
     }
 
-    // The budget its creator wrote, once it wrote the magic (a moment after it made the file).
+    // The budget its creator wrote, once it wrote the magic (a moment after it made the file). A short read is a
+    // file made and not yet sized: not ready either.
     private static long awaitReady(int fd, String path) {
         long deadline = System.nanoTime() + READY_WAIT_NS;
         while (true) {
             ByteBuffer header = read(fd, 0, 16, path);
-            if (header.getLong(0) == MAGIC) {
+            if (header.remaining() == 16 && header.getLong(0) == MAGIC) {
                 return header.getLong(8);
             }
             if (System.nanoTime() > deadline) {
