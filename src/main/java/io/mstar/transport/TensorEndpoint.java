@@ -11,14 +11,19 @@ import java.util.Optional;
  * carries the ACKs that come back to its transport itself, so no application code sits between them.
  *
  * <h2>Who reads the mailbox</h2>
- * One thread at a time reads this entity's mailbox: a thread in {@link #poll} or {@link #receive} (its
- * handler gets the tensors; ACKs go to the transport on the way), a thread in {@link Delivery#await}, or,
- * when no thread of the application has read for a millisecond, a sending thread right after it sent a
- * tensor under 64 KiB (taking the ACKs already there) and the endpoint's own ACK thread (started by the first
- * send; it takes one message at a time and tells what it learned once it let go of the mailbox, so that a
- * sender it wakes takes the rest itself). A tensor that arrives while no handler reads is kept, in order, for
- * the next {@code poll} or {@code receive}. Outcomes are told on the thread that learns them, a sending
- * thread included.
+ * One thread at a time reads this entity's mailbox, and only for the moment it takes what waits: a thread in
+ * {@link #poll} or {@link #receive}, a thread in {@link Delivery#await}, or, when no thread of the application has
+ * polled for a millisecond, a sending thread right after it sent a tensor under 64 KiB (taking the ACKs already
+ * there) and the endpoint's own ACK thread (started by the first send). ACKs go to the transport as they are read;
+ * tensors are copied out of the ring (a descriptor's record, not its bytes) and handed to the handlers after the
+ * mailbox is let go, one poll's handlers at a time, in order. So a handler may run, or block, as long as it likes:
+ * the ACKs of this process's own tensors are still read and their outcomes told. A tensor that arrives while no
+ * handler reads is kept, in order, for the next {@code poll} or {@code receive}.
+ *
+ * <h2>Outcomes</h2>
+ * Exactly one per tensor sent, or an exception from the send and none: a send that throws leaves nothing in
+ * flight. The listener is told one outcome at a time, in the order decided, never re-entrantly
+ * ({@link DeliveryListener}).
  *
  * <h2>The fast path</h2>
  * {@link #post(String, String, Tensor)} and {@link #post(String, TensorClaim)} send one tensor as its
@@ -118,7 +123,8 @@ public interface TensorEndpoint extends AutoCloseable {
     /**
      * Reads the ACKs waiting in the mailbox (when no other thread reads it now), then tells the endpoint's
      * listener up to {@code limit} outcomes that waited for this call, on this thread, oldest first; returns
-     * how many it told. For a listener whose {@link DeliveryListener#toldWhenPolled()} is true: a producer
+     * how many it told; after {@link #close()}, what close did not tell yet, and nothing more. For a listener whose
+     * {@link DeliveryListener#toldWhenPolled()} is true: a producer
      * that sends and takes its outcomes on one thread, with no queue or lock of its own.
      *
      * @throws IllegalStateException when the endpoint's listener is told as outcomes are learned (or it has none)
@@ -196,8 +202,9 @@ public interface TensorEndpoint extends AutoCloseable {
     Optional<RemoteStats> remoteStats();
 
     /**
-     * Closes the mailbox and the transport; tensors still in flight fail with {@link Delivery.Failure#CLOSED}.
-     * Idempotent.
+     * Closes the mailbox and the transport; tensors still in flight fail with {@link Delivery.Failure#CLOSED}, told
+     * to the listener on this thread, whatever its {@link DeliveryListener#toldWhenPolled()} (called from the
+     * listener, they are told once it returns). A send racing close either throws or is told. Idempotent.
      */
     @Override
     void close();

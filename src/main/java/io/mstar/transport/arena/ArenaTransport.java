@@ -79,6 +79,7 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     private final CloseOnce closer = new CloseOnce();
     private volatile TensorFates fates = TensorFates.NONE;
     private volatile Map<String, Supplier<? extends Record>> beside = Map.of(); // sections published with ours
+    private volatile Supplier<String> stallHolds = () -> "no endpoint above: the application reads the ACKs";
     private volatile String role = "own"; // which of its entity's arenas this is, in the stats file
     private List<Record> publishedBeside = List.of(); // the Maintenance thread's
 
@@ -126,7 +127,8 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
                 () -> LOG.info("arena stats: {}", statsSummary().toLogLine()));
         }
         if (!config.stallWarn().isZero()) {
-            StallWatch stalls = new StallWatch(inFlight, consumers::isAlive, config.stallWarn(), arena.entity());
+            StallWatch stalls = new StallWatch(inFlight, consumers::isAlive, config.stallWarn(), arena.entity(),
+                () -> stallHolds.get());
             maintenance.every(StallWatch.CHECK_INTERVAL_MS, StallWatch.CHECK_INTERVAL_MS, stalls::check);
         }
         if (!config.slotTtl().isZero()) {
@@ -165,7 +167,16 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
     @Override
     public TensorClaim claim(String requestId, DType dtype, long... shape) {
         checkOpen();
-        return writer.claim(requestId, dtype, shape); // copied by the claim: the caller may reuse its array
+        return writer.claim(requestId, dtype, shape, true); // copied by the claim: the caller may reuse its array
+    }
+
+    /**
+     * As {@link #claim}, with a claim object of its own that is never reused: for a claim made while this thread's
+     * last one may still be in its holder's hands (a delivery listener called inside that holder's post).
+     */
+    public TensorClaim claimUnshared(String requestId, DType dtype, long... shape) {
+        checkOpen();
+        return writer.claim(requestId, dtype, shape, false);
     }
 
     @Override
@@ -360,6 +371,11 @@ public final class ArenaTransport implements TensorTransport, TensorRecords, Ten
      * Publishes {@code snapshot} as section {@code name} beside this transport's stats in its stats file
      * ({@code mstar-shm stats}): the endpoint that owns this transport gives its mailbox's and its cross-node link's.
      */
+    /** What the endpoint above says holds its outcomes now (unread ACKs, handlers, a listener), for the stall's WARN. */
+    public void explainStallsWith(Supplier<String> holds) {
+        stallHolds = holds;
+    }
+
     public synchronized void publishBeside(String name, Supplier<? extends Record> snapshot) {
         Map<String, Supplier<? extends Record>> next = new LinkedHashMap<>(beside);
         next.put(name, snapshot);

@@ -111,9 +111,10 @@ final class SlotWriter {
 
     /**
      * Claims room for one tensor: a slot, or where the ladder says spill, a file of its own mapped
-     * writable. Neither is in flight before it is published.
+     * writable. Neither is in flight before it is published. {@code reuse}: whether the thread's last claim object
+     * may be rearmed for it (false for a claim made while that one may still be in its holder's hands).
      */
-    TensorClaim claim(String requestId, DType dtype, long[] shape) {
+    TensorClaim claim(String requestId, DType dtype, long[] shape, boolean reuse) {
         long nbytes = Tensor.byteSize(dtype, shape);
         TensorUuids uuids = TensorUuids.current();
         uuids.next();
@@ -124,6 +125,10 @@ final class SlotWriter {
             return spill.claim(requestId, dtype, shape.clone(), new UUID(msb, lsb), counters, true);
         }
         counters.claimOpened();
+        if (!reuse) {
+            return new SlotClaim(this).arm(requestId, dtype, shape, nbytes, msb, lsb, slot,
+                arena.reservedMemory(slot, nbytes));
+        }
         SlotClaim claim = lastClaim.get();
         if (claim == null || !claim.reusable()) { // the first of this thread's, or its last is still open
             claim = new SlotClaim(this);

@@ -6,11 +6,12 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
 
 /**
  * Warns once when a tensor has waited longer than {@value TransportConfig#STALL_WARN_S} for its ACK while its
- * consumer lives: its ACK waits in this process's mailbox with no thread reading it, or the consumer stopped
- * handling. A dead consumer's tensors are {@link ConsumerWatch}'s. One WARN per stall: the next comes once no
+ * consumer lives, with what the endpoint above says holds it (its ACKs unread or not, a handler running, a
+ * listener being told). A dead consumer's tensors are {@link ConsumerWatch}'s. One WARN per stall: the next comes once no
  * tensor waits that long any more and one does again. Checked every second on the transport's
  * {@link Maintenance} thread.
  */
@@ -22,10 +23,13 @@ final class StallWatch {
     private final Predicate<String> alive;
     private final long boundNs;
     private final String entity;
+    private final Supplier<String> holds;
     private boolean warned; // for the stall going on; Maintenance's thread only
 
-    StallWatch(InFlightTensors inFlight, Predicate<String> alive, Duration bound, String entity) {
+    /** @param holds what this process's endpoint says holds the outcomes now */
+    StallWatch(InFlightTensors inFlight, Predicate<String> alive, Duration bound, String entity, Supplier<String> holds) {
         this.inFlight = inFlight;
+        this.holds = holds;
         this.alive = alive;
         this.boundNs = bound.toNanos();
         this.entity = entity;
@@ -44,10 +48,8 @@ final class StallWatch {
         }
         warned = true;
         LOG.warn("a tensor waits for its ACK while its consumer lives: entity={}, uuid={}, consumer={}, waitedMs={},"
-            + " inFlight={} ({}={} s). If the consumer handled it, its ACK waits unread in this process's mailbox"
-            + " (mstar-shm stats shows unreadAcks): a thread of this endpoint must read it (its ACK thread does unless"
-            + " the application polls); else the consumer stopped handling", entity, oldest.uuid(), oldest.holder(),
-            ageNs / 1_000_000, inFlight.count(), TransportConfig.STALL_WARN_S, boundNs / 1_000_000_000.0);
+            + " inFlight={} ({}={} s); here: {}", entity, oldest.uuid(), oldest.holder(), ageNs / 1_000_000,
+            inFlight.count(), TransportConfig.STALL_WARN_S, boundNs / 1_000_000_000.0, holds.get());
         return true;
     }
 }

@@ -104,6 +104,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     // The thread handing polled messages to a listener now, or null: close() lets it finish before the file's lock
     // (our liveness) goes, since producers free what we read once we look dead (a SIGTERM during a handler).
     private volatile Thread dispatching;
+    private volatile Thread handling; // an endpoint's thread in a handler of a tensor it took from here, or null
     static final long DISPATCH_WAIT_MS = 5_000;
     /**
      * Test-only seam: {@code -Dmstar.test.noDispatchWait=true} drops the file's lock at close without waiting for
@@ -414,21 +415,40 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         }
     }
 
-    // Waits (bounded) for a listener in progress on another thread: until it returns, this process still reads
-    // the tensors it was handed, and its producers must not take it for dead.
+    /**
+     * The calling thread runs ({@code true}) or has run a handler on a tensor taken from this mailbox: an endpoint
+     * hands tensors over after it let go of the mailbox, and close waits for that handler as for a listener.
+     */
+    public void handlerRuns(boolean runs) {
+        handling = runs ? Thread.currentThread() : null;
+    }
+
+    // Waits (bounded) for a listener or handler in progress on another thread: until it returns, this process still
+    // reads the tensors it was handed, and its producers must not take it for dead.
     private void awaitDispatch() {
         if (NO_DISPATCH_WAIT) {
             return;
         }
         long deadline = System.nanoTime() + DISPATCH_WAIT_MS * 1_000_000L;
         Thread reader;
-        while ((reader = dispatching) != null && reader != Thread.currentThread() && System.nanoTime() < deadline) {
+        while ((reader = readerNow()) != null && System.nanoTime() < deadline) {
             PeerMailboxes.sleepMs(1);
         }
-        if (reader != null && reader != Thread.currentThread()) {
+        if (reader != null) {
             LOG.warn("mailbox closed while a listener still ran for {} ms: entity={}, thread={}", DISPATCH_WAIT_MS,
                 entity, reader.getName());
         }
+    }
+
+    // A thread other than this one in a listener or a handler of this mailbox's messages, or null.
+    private Thread readerNow() {
+        Thread me = Thread.currentThread();
+        Thread t = dispatching;
+        if (t != null && t != me) {
+            return t;
+        }
+        t = handling;
+        return t != null && t != me ? t : null;
     }
 
     /** The counts below, together. */

@@ -19,35 +19,23 @@ import io.mstar.transport.channel.ShmMailbox;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.PeerRejectedException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
-import io.mstar.transport.exceptions.StaleTensorException;
 import io.mstar.transport.remote.RemoteLink;
 import io.mstar.transport.remote.RoutedMailbox;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.List;
+import java.util.UUID;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 
 /**
- * The {@link TensorEndpoint}: a transport and a mailbox, the reading lock over the mailbox (see the
- * interface for who reads when) with the ACK thread, the flyweight a handler sees ({@link Incoming}), and
- * the {@link Outcomes} of what it sends.
- *
- * <p>One class on purpose: what it does shares one lock, the one that decides who reads the mailbox now (a
- * handler's poll, a sender after a small tensor, an outcome poll, the ACK thread), with the records parked for
- * the next handler and the flyweight; split, each part would take that lock and those fields from outside.
+ * The {@link TensorEndpoint}: a facade over a transport and a mailbox. Who reads the mailbox, and how handlers
+ * get their tensors, is {@link MailboxReading}'s; what became of each tensor sent, and telling it, is
+ * {@link Outcomes}'s; this class sends, and decides what a send that fails or throws leaves behind: exactly one
+ * outcome, or an exception and none.
  */
 final class Endpoint implements TensorEndpoint {
-    private static final Logger LOG = LoggerFactory.getLogger(TensorEndpoint.class);
-    /** How long the application may leave the mailbox unread before the ACK thread reads it. */
-    static final long IDLE_READ_NS = 1_000_000;
     /** Tensors smaller than this have their sender read the ACKs waiting after it posts them. */
     static final long SENDER_READS_ACKS_BELOW = 64 << 10;
 
@@ -56,24 +44,14 @@ final class Endpoint implements TensorEndpoint {
     private final TensorChannel channel;
     private final TensorChannel.Records records;
     private final Outcomes outcomes;
-    private final ReentrantLock reading = new ReentrantLock();
-    private final ArrayDeque<Parked> parked = new ArrayDeque<>(); // guarded by reading
-    private final Incoming incoming = new Incoming(this); // guarded by reading
-    private final Reader reader = new Reader(); // guarded by reading
+    private final MailboxReading reading;
     // A thread that waits for the mailbox (receive, awaitOutcomes, the ACK thread) spins a moment, then sleeps
     // on the mailbox's futex until a sender's write wakes it (MessageWait). Parks slept 50 us or more past their
     // time (the timer's slack), and yields handed the core to a busy neighbour for its whole time slice.
     private final MessageWait wait;
-    private volatile boolean anyParked; // whether parked holds records: a thread in receive need not sleep
-    private final BooleanSupplier recordsParked = () -> anyParked; // made once: a wait allocates nothing
-    private final BooleanSupplier outcomesDecided;
+    private final BooleanSupplier outcomesToPoll;
     private final ThreadLocal<MemorySegment> recordBuffers =
         ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]));
-    // How many times a thread with a handler polled, and when another thread last saw that count move: the
-    // application's poll reads no clock, and the ACK thread reads none while the application never polls.
-    private volatile long appPolls;
-    private volatile long seenAppPolls;
-    private volatile long seenAppPollsAt;
     private volatile boolean sending;
     private volatile boolean closed;
     private AckThread ackThread; // guarded by this
@@ -84,10 +62,13 @@ final class Endpoint implements TensorEndpoint {
         this.channel = channel;
         this.records = channel.records();
         this.outcomes = new Outcomes(listener, deployment.config());
-        this.outcomesDecided = outcomes::anyDecided;
+        this.outcomesToPoll = outcomes::waitingForPoll;
         this.wait = MessageWait.of(channel);
+        this.reading = new MailboxReading(records, transport, outcomes, wait, new Incoming(this),
+            channel instanceof RoutedMailbox routed ? routed.local() : channel instanceof ShmMailbox m ? m : null);
         if (transport instanceof ArenaTransport arena) {
             arena.publishBeside("mailbox", () -> mailbox().stats());
+            arena.explainStallsWith(this::whatHoldsOutcomes);
             if (channel instanceof RoutedMailbox routed) {
                 arena.publishBeside("remote", routed::remoteStats);
             }
@@ -97,12 +78,12 @@ final class Endpoint implements TensorEndpoint {
                 @Override
                 public void freed(long uuidMsb, long uuidLsb, Fate fate, String consumer) {
                     outcomes.freed(uuidMsb, uuidLsb, fate, consumer);
-                    tellDecidedUnlessReading(); // a reader tells once it lets go of the mailbox
+                    reading.tellDecided(MailboxReading.APPLICATION_TELLS); // a reader tells once it lets go
                 }
 
                 @Override
                 public void settle() {
-                    readAllAcks();
+                    reading.readAllAcks();
                 }
             });
         }
@@ -174,11 +155,13 @@ final class Endpoint implements TensorEndpoint {
             : transport.send(requestId, batch);
         DeliveryHandle delivery = new DeliveryHandle(this, requestId, descriptors.size());
         String consumer = fanOut ? null : to.getFirst();
-        for (TensorDescriptor d : descriptors) { // before the descriptors go: their ACKs may come back at once
-            outcomes.track(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), requestId, delivery,
-                consumer);
-        }
+        int tracked = 0;
         try {
+            for (TensorDescriptor d : descriptors) { // before the descriptors go: their ACKs may come back at once
+                outcomes.track(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), requestId,
+                    delivery, consumer);
+                tracked++;
+            }
             channel.sendDescriptors(to, descriptors);
         } catch (PeerUnavailableException e) {
             // The others have them; each consumer that never got them gives up its share now (no incarnation has it).
@@ -187,6 +170,20 @@ final class Endpoint implements TensorEndpoint {
                 if (more instanceof PeerUnavailableException other) {
                     refuseAll(other, descriptors);
                 }
+            }
+        } catch (RuntimeException | Error e) {
+            boolean undecided = true;
+            for (int k = 0; k < descriptors.size(); k++) {
+                UUID u = descriptors.get(k).uuid();
+                undecided &= k >= tracked || outcomes.untrack(u.getMostSignificantBits(), u.getLeastSignificantBits());
+            }
+            if (undecided) { // none was told: the caller hears the exception alone, and the tensors are freed
+                for (TensorDescriptor d : descriptors) {
+                    for (String share : to) { // each share of a fan-out's
+                        freeUnsent(share, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), e);
+                    }
+                }
+                throw e;
             }
         }
         return delivery;
@@ -229,6 +226,10 @@ final class Endpoint implements TensorEndpoint {
     @Override
     public TensorClaim claim(String requestId, DType dtype, long... shape) {
         startSending();
+        if (outcomes.tellingOnThisThread() && transport instanceof ArenaTransport arena) {
+            // A listener inside a post: this thread's last claim object may be that post's, still in its holder's hands.
+            return arena.claimUnshared(requestId, dtype, shape);
+        }
         return transport.claim(requestId, dtype, shape);
     }
 
@@ -249,26 +250,43 @@ final class Endpoint implements TensorEndpoint {
         return sendRecord(to, claim.requestId(), record, claim.publish(record, 0), delivery);
     }
 
-    // Sends a tensor's descriptor record; returns the low half of its uuid.
+    // Sends a tensor's descriptor record; returns the low half of its uuid. A send that throws leaves nothing
+    // tracked and the tensor freed, unless it was decided meanwhile (close, a death): then its outcome is the one.
     private long sendRecord(String to, String requestId, MemorySegment record, int length, DeliveryHandle delivery) {
         long msb = DescriptorCodec.uuidMsb(record, 0);
         long lsb = DescriptorCodec.uuidLsb(record, 0);
-        if (delivery != null || outcomes.tellsEveryTensor()) {
-            outcomes.track(msb, lsb, requestId, delivery, to);
-        }
+        boolean tracked = false;
         try {
+            if (delivery != null || outcomes.tellsEveryTensor()) {
+                outcomes.track(msb, lsb, requestId, delivery, to);
+                tracked = true;
+            }
             records.sendDescriptorRecord(to, record, 0, length);
         } catch (PeerUnavailableException e) {
             refuse(msb, lsb, e);
+        } catch (RuntimeException | Error e) {
+            if (!tracked || outcomes.untrack(msb, lsb)) {
+                freeUnsent(to, msb, lsb, e);
+                throw e;
+            }
         }
-        if (DescriptorCodec.nbytes(record, 0) < SENDER_READS_ACKS_BELOW && !reading.isHeldByCurrentThread()) {
+        if (DescriptorCodec.nbytes(record, 0) < SENDER_READS_ACKS_BELOW) {
             // After a small tensor the sender takes the ACKs already waiting (unless the application polls):
             // handing each to the ACK thread costs as much as applying it. After a large one it does not: a
             // sender busy filling leaves its ACKs to the ACK thread, which then stays awake for the moment the
             // sender waits on them (measured: 64 KiB and up were slower with the sender reading).
-            readAcksIfIdle();
+            reading.readAcksIfIdle();
         }
         return lsb;
+    }
+
+    // Frees a tensor whose send threw; its fate finds nothing tracked, so nothing is told.
+    private void freeUnsent(String to, long msb, long lsb, Throwable thrown) {
+        try {
+            transport.records().refused(to, msb, lsb);
+        } catch (RuntimeException e) {
+            thrown.addSuppressed(e); // the transport closed under the send: close freed it
+        }
     }
 
     private void refuseAll(PeerUnavailableException e, List<TensorDescriptor> descriptors) {
@@ -289,13 +307,8 @@ final class Endpoint implements TensorEndpoint {
 
     @Override
     public int pollOutcomes(int limit) {
-        if (reading.tryLock()) {
-            try {
-                appPolls = appPolls + 1; // the application reads: the ACK thread stands aside
-                records.pollRecords(reader, 64);
-            } finally {
-                unlockReading();
-            }
+        if (!closed) {
+            reading.readForOutcomePoll();
         }
         return outcomes.poll(limit);
     }
@@ -303,13 +316,13 @@ final class Endpoint implements TensorEndpoint {
     @Override
     public int awaitOutcomes(int limit, Duration timeout) {
         int told = pollOutcomes(limit);
-        if (told > 0) {
-            return told; // no waiting, no allocation
+        if (told > 0 || closed) {
+            return told; // no waiting, no allocation; after close, every outcome was decided
         }
         long deadline = System.nanoTime() + timeout.toNanos();
         long left;
-        while (told == 0 && (left = deadline - System.nanoTime()) > 0) {
-            wait.awaitMessage(left, outcomesDecided, true); // an ACK for this thread to read, or outcomes another decided
+        while (told == 0 && !closed && (left = deadline - System.nanoTime()) > 0) {
+            wait.awaitMessage(left, outcomesToPoll, true); // an ACK for this thread to read, or outcomes another decided
             told = pollOutcomes(limit);
         }
         return told;
@@ -317,31 +330,7 @@ final class Endpoint implements TensorEndpoint {
 
     @Override
     public int poll(TensorHandler handler, int limit) {
-        reading.lock();
-        try {
-            if (incoming.inHandler()) {
-                throw new IllegalStateException("poll or receive from a handler: return from the handler instead");
-            }
-            appPolls = appPolls + 1; // under the reading lock: one writer at a time
-            int read = 0;
-            while (read < limit && !parked.isEmpty()) {
-                Parked p = parked.poll();
-                anyParked = !parked.isEmpty();
-                read++;
-                dispatch(p.from(), MemorySegment.ofArray(p.record()), 0, p.record().length, handler);
-            }
-            if (read < limit) {
-                reader.handler = handler;
-                try {
-                    read += records.pollRecords(reader, limit - read);
-                } finally {
-                    reader.handler = null;
-                }
-            }
-            return read;
-        } finally {
-            unlockReading();
-        }
+        return reading.poll(handler, limit);
     }
 
     @Override
@@ -353,171 +342,18 @@ final class Endpoint implements TensorEndpoint {
             if (read > 0 || left <= 0) {
                 return read;
             }
-            wait.awaitMessage(left, recordsParked, true); // a message, or a record the ACK thread took and parked
+            reading.awaitRecord(left); // a message, or a record the ACK thread took and parked
         }
     }
 
-    // Called with the reading lock held.
-    private void dispatch(String from, MemorySegment record, long at, int length, TensorHandler handler) {
-        boolean kept = false;
-        boolean stale = false;
-        try {
-            kept = incoming.deliver(from, record, at, length, handler, transport);
-        } catch (StaleTensorException e) {
-            stale = true; // counted and logged where the stamp was read; the producer hears of it below
-        } finally {
-            if (!kept && DescriptorCodec.recordLength(record, at, length) == length) {
-                // Each at once: gathering a poll's ACKs into one message made producers wait (docs/benchmarks.md).
-                ack(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at), stale);
-            }
-        }
-    }
-
-    /**
-     * Sends an ACK to a tensor's producer, or a refusal when the tensor's slot was reused under the read; a
-     * producer that is gone needs neither.
-     */
+    /** ACKs a kept tensor, or refuses it when its slot was reused while it was kept. */
     void ack(String producer, long msb, long lsb, boolean refused) {
-        try {
-            if (refused) {
-                records.sendRefusal(producer, msb, lsb);
-            } else {
-                records.sendAck(producer, msb, lsb);
-            }
-        } catch (PeerUnavailableException e) {
-            LOG.debug("ACK not sent, its producer is gone: {}", e.getMessage());
-        }
+        reading.ack(producer, msb, lsb, refused);
     }
 
-    /**
-     * Reads the mailbox for ACKs unless a thread with a handler read it within the last millisecond or another
-     * thread reads it now; returns the messages read. What it finds for a handler waits for the next poll.
-     */
-    int readAcksIfIdle() {
-        boolean nested = reading.isHeldByCurrentThread(); // a Delivery awaited in a handler
-        if (!nested && (applicationReadsNow() || !reading.tryLock())) {
-            return 0;
-        }
-        try {
-            return records.pollRecords(reader, 64);
-        } finally {
-            if (!nested) {
-                unlockReading();
-            }
-        }
-    }
-
-    /**
-     * One round of the ACK thread: it takes one message (under the reading lock, unless the application reads)
-     * and tells what it decided once it let go of the lock. One, not all that wait: a sender that a told outcome
-     * wakes (blocked on a window of its own) takes the rest itself after its next post, on its own thread,
-     * instead of being woken once per outcome; measured beside a busy neighbour, that wake per outcome cost two
-     * context switches per tensor. Returns the messages read, {@link AckThread#APPLICATION_READS} when a thread
-     * with a handler read the mailbox within the last {@value #IDLE_READ_NS} ns, or {@link AckThread#BUSY}.
-     */
-    private int ackThreadRound() {
-        if (applicationReadsNow()) {
-            return AckThread.APPLICATION_READS;
-        }
-        if (!reading.tryLock()) {
-            return AckThread.BUSY;
-        }
-        try {
-            return records.pollRecords(reader, 1);
-        } finally {
-            unlockReading();
-        }
-    }
-
-    // Lets go of the reading lock; the outermost holder then tells what was decided while it read.
-    private void unlockReading() {
-        reading.unlock();
-        tellDecidedUnlessReading();
-    }
-
-    private void tellDecidedUnlessReading() {
-        if (reading.isHeldByCurrentThread()) {
-            return;
-        }
-        if (outcomes.tellDecided() == 0 && outcomes.anyDecided()) {
-            wait.wake(); // told when polled: a thread in awaitOutcomes takes them
-        }
-        if (recordsParked.getAsBoolean()) {
-            wait.wake(); // a record the ACK thread took waits for a thread in receive
-        }
-    }
-
-    // Whether a thread with a handler polled within the last IDLE_READ_NS. Callers race on the two fields
-    // harmlessly: a wrong answer only moves one read of the mailbox by a millisecond.
-    private boolean applicationReadsNow() {
-        long polls = appPolls;
-        if (polls == 0) {
-            return false;
-        }
-        if (polls != seenAppPolls) {
-            seenAppPolls = polls;
-            seenAppPollsAt = System.nanoTime();
-            return true;
-        }
-        return System.nanoTime() - seenAppPollsAt <= IDLE_READ_NS;
-    }
-
-    // Reads every message waiting, unless a thread of the application holds the mailbox for long.
-    private void readAllAcks() {
-        try {
-            if (reading.tryLock(100, TimeUnit.MILLISECONDS)) {
-                try {
-                    while (records.pollRecords(reader, 64) > 0) {
-                        Thread.onSpinWait();
-                    }
-                } finally {
-                    unlockReading();
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (IllegalStateException e) {
-            LOG.debug("mailbox closed while settling: {}", e.getMessage());
-        }
-    }
-
-    /**
-     * Takes each mailbox item: a record to the handler of the thread that reads, or kept for the next one
-     * when it has none; an ACK to the transport.
-     */
-    private final class Reader implements TensorChannel.RecordListener {
-        TensorHandler handler;
-
-        @Override
-        public void descriptor(String from, MemorySegment record, long offset, int length) {
-            if (handler == null) {
-                parked.add(new Parked(from, record.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE)));
-                anyParked = true;
-            } else {
-                TensorHandler h = handler;
-                handler = null; // a nested read (a Delivery awaited in the handler) keeps what it reads
-                try {
-                    dispatch(from, record, offset, length, h);
-                } finally {
-                    handler = h;
-                }
-            }
-        }
-
-        @Override
-        public void ack(String from, long msb, long lsb) {
-            transport.records().ack(from, msb, lsb);
-        }
-
-        @Override
-        public void refused(String from, long msb, long lsb) {
-            outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, "consumer " + from + " refused it: its slot was"
-                + " reused before it was read (counted in that consumer's staleReads)");
-            transport.records().refused(from, msb, lsb);
-        }
-    }
-
-    private record Parked(String from, byte[] record) {
+    /** Reads the ACKs waiting unless another thread reads them now: a thread that awaits a Delivery helps. */
+    void readAcksIfIdle() {
+        reading.readAcksIfIdle();
     }
 
     private void startSending() {
@@ -528,7 +364,8 @@ final class Endpoint implements TensorEndpoint {
             synchronized (this) {
                 if (!sending && !closed) {
                     sending = true;
-                    ackThread = new AckThread(deployment.entity(), this::ackThreadRound, wait);
+                    ackThread = new AckThread(deployment.entity(), reading::ackThreadRound, wait,
+                        outcomes::waitingForTeller);
                 }
             }
         }
@@ -553,6 +390,22 @@ final class Endpoint implements TensorEndpoint {
             transport.close();
             outcomes.closed();
         }
+    }
+
+    // For the stall's WARN: what this process does that could hold a tensor's outcome, as it is now.
+    private String whatHoldsOutcomes() {
+        long unread = mailbox().stats().unreadAcks();
+        String handler = reading.handlerNow();
+        String teller = outcomes.tellerNow();
+        return (unread == 0 ? "no ACK waits unread in this process's mailbox: the consumer has not handled the tensor"
+            + " (slow, blocked or stopped)" : unread + " ACKs wait unread in this process's mailbox; "
+            + (ackThreadRuns() ? "its ACK thread reads them" : "no thread of this endpoint reads them"))
+            + (handler == null ? "" : "; " + handler)
+            + (teller == null ? "" : "; " + teller + " (a listener that blocks holds every outcome after it)");
+    }
+
+    private synchronized boolean ackThreadRuns() {
+        return ackThread != null && !closed;
     }
 
     @Override

@@ -114,24 +114,103 @@ class EndpointTest {
         stop(child, "reader");
     }
 
+    /**
+     * A listener told inside a post (the sender took the ACKs waiting) that claims gets a claim object of its own:
+     * once, it got the caller's, rearmed under it, so the caller's claim then named the listener's tensor (and its
+     * try-with-resources close could abort the listener's claim).
+     */
     @Test
-    void aSenderWokenByAnOutcomeTakesTheAcksThatWaitItselfWhileTheAckThreadIsStillInTheListener() throws Exception {
-        int count = 16;
-        java.util.concurrent.CountDownLatch first = new java.util.concurrent.CountDownLatch(1);
-        Map<String, Thread> toldOn = new ConcurrentHashMap<>();
-        DeliveryListener slowOnce = new DeliveryListener() {
+    void aListenerThatClaimsInsideAPostGetsAClaimOfItsOwnNotTheCallers() throws Exception {
+        int count = 2000;
+        TensorEndpoint[] producerRef = new TensorEndpoint[1];
+        AtomicInteger innerPosted = new AtomicInteger();
+        AtomicInteger insidePosts = new AtomicInteger();
+        AtomicBoolean inPost = new AtomicBoolean();
+        Thread main = Thread.currentThread();
+        DeliveryListener claims = new DeliveryListener() {
             @Override
             public void delivered(String requestId, long uuidMsb, long uuidLsb) {
-                toldOn.put(requestId, Thread.currentThread());
-                if (requestId.equals("t-0")) {
-                    first.countDown(); // wakes the sender, as a window place it waits for would
-                    sleep(500);        // the ACK thread is preempted here, as on a busy machine
+                if (requestId.startsWith("outer-")) {
+                    if (Thread.currentThread() == main && inPost.get()) {
+                        insidePosts.incrementAndGet();
+                    }
+                    try (TensorClaim inner = producerRef[0].claim("inner-" + requestId, DType.U8, 64)) {
+                        inner.memory().fill((byte) 1);
+                        producerRef[0].post("claims-reader", inner);
+                        innerPosted.incrementAndGet();
+                    }
                 }
             }
 
             @Override
             public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
-                toldOn.put(requestId, Thread.currentThread());
+            }
+        };
+        try (TensorEndpoint consumer = TensorEndpoint.open(deployment("claims-reader"));
+             TensorEndpoint producer = TensorEndpoint.open(deployment("claims-writer"), claims)) {
+            producerRef[0] = producer;
+            int posted = 0;
+            for (int round = 0; round < count / 64; round++) {
+                for (int i = 0; i < 64; i++) { // the consumer reads none of them yet
+                    postChecked(producer, "outer-" + posted++, inPost);
+                }
+                int read = 0;
+                while (read < 64) { // their ACKs go back together; the ACK thread takes one at a time
+                    read += consumer.receive(t -> { }, Duration.ofSeconds(10));
+                }
+                Thread.sleep(2);
+                postChecked(producer, "outer-" + posted++, inPost); // takes the ACKs waiting: told inside this post
+                while (consumer.poll(t -> { }, 64) > 0) {
+                    Thread.onSpinWait();
+                }
+            }
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (innerPosted.get() < posted && System.nanoTime() < deadline) {
+                consumer.poll(t -> { }, 64);
+                Thread.sleep(1);
+            }
+            assertEquals(posted, innerPosted.get(), "every listener's claim posted");
+            System.out.println("listener claims told inside the caller's post: " + insidePosts.get());
+            assertTrue(insidePosts.get() > 0, "no outcome was told inside a post: the case was not exercised");
+        }
+    }
+
+    // A claim posted as a user writes it, checked to still name its own tensor after the post.
+    private static void postChecked(TensorEndpoint producer, String requestId, AtomicBoolean inPost) {
+        try (TensorClaim claim = producer.claim(requestId, DType.U8, 4096)) {
+            claim.memory().fill((byte) 7);
+            long before = claim.uuidLsb();
+            inPost.set(true);
+            long posted = producer.post("claims-reader", claim);
+            inPost.set(false);
+            assertEquals(before, posted, "post named another tensor");
+            assertEquals(before, claim.uuidLsb(), "the caller's claim was rearmed by the listener's");
+        }
+    }
+
+    @Test
+    void aSenderTakesTheAcksThatWaitWhileTheListenerIsSlowAndTheOutcomesAreToldAfterItOneAtATimeInOrder()
+        throws Exception {
+        int count = 16;
+        java.util.concurrent.CountDownLatch first = new java.util.concurrent.CountDownLatch(1);
+        List<String> told = java.util.Collections.synchronizedList(new ArrayList<>());
+        AtomicInteger inListener = new AtomicInteger();
+        AtomicInteger mostAtOnce = new AtomicInteger();
+        DeliveryListener slowOnce = new DeliveryListener() {
+            @Override
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                mostAtOnce.accumulateAndGet(inListener.incrementAndGet(), Math::max);
+                told.add(requestId);
+                if (requestId.equals("t-0")) {
+                    first.countDown(); // wakes the sender, as a window place it waits for would
+                    sleep(500);        // the ACK thread is preempted here, as on a busy machine
+                }
+                inListener.decrementAndGet();
+            }
+
+            @Override
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                told.add(requestId + " failed: " + failure);
             }
         };
         try (TensorEndpoint consumer = TensorEndpoint.open(deployment("acks-reader"));
@@ -145,13 +224,24 @@ class EndpointTest {
             }
             assertTrue(first.await(10, TimeUnit.SECONDS), "the first outcome was not told");
             producer.post("acks-reader", "after", filled(4096, 99)); // the sender takes the ACKs waiting
+            assertEquals(count, producer.transport().statsSummary().acks(), "the sender read the ACKs while the"
+                + " listener ran: a listener holds no ACK, only the telling after it");
+            assertEquals(1, told.size(), "told while another thread was in the listener: " + told);
+            read = 0;
+            while (read < 1) {
+                read += consumer.receive(tensor -> { }, Duration.ofSeconds(10));
+            }
             long deadline = System.nanoTime() + 10_000_000_000L;
-            while (toldOn.size() < count && System.nanoTime() < deadline) {
+            while (told.size() < count + 1 && System.nanoTime() < deadline) {
                 Thread.sleep(1);
             }
-            long onSender = toldOn.values().stream().filter(t -> t == Thread.currentThread()).count();
-            assertEquals(count - 1, onSender, "the outcomes after the first are told on the sending thread, which"
-                + " took their ACKs while the ACK thread was in the listener; told on: " + toldOn);
+            List<String> expected = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                expected.add("t-" + i);
+            }
+            expected.add("after");
+            assertEquals(expected, told, "every outcome told once, in the order decided");
+            assertEquals(1, mostAtOnce.get(), "the listener was entered by two threads at once");
         }
     }
 

@@ -1,0 +1,333 @@
+package io.mstar.transport.endpoint;
+
+import io.mstar.transport.Delivery;
+import io.mstar.transport.TensorChannel;
+import io.mstar.transport.TensorEndpoint;
+import io.mstar.transport.TensorHandler;
+import io.mstar.transport.TensorTransport;
+import io.mstar.transport.channel.ShmMailbox;
+import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.PeerUnavailableException;
+import io.mstar.transport.exceptions.StaleTensorException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Who reads an endpoint's mailbox, and how its handlers get their tensors.
+ *
+ * <p>Two locks, so that a handler never stops the ACKs. {@code reading} is held only while the ring is read: a
+ * handler's poll, a sender after a small tensor, an outcome poll or the ACK thread takes what waits, applies each
+ * ACK to the transport on the way, and lets go. The descriptor records it took are copied out (into the poll's
+ * {@link RecordBatch}, or parked for the next handler when the reader has none) and handed to the handlers only
+ * after {@code reading} was let go, under {@code handling}, which keeps one poll's handlers at a time, in order. A
+ * handler may run, or block, for as long as it likes: the ACK thread, or a sender, reads the ACKs meanwhile and
+ * the outcomes they decide are told.
+ *
+ * <p>Whoever lets go of {@code reading} tells the outcomes its reading decided ({@link Outcomes#tellDecided}):
+ * the ACK thread all of them, any other thread a few, leaving the rest to the ACK thread, which it wakes.
+ */
+final class MailboxReading {
+    private static final Logger LOG = LoggerFactory.getLogger(TensorEndpoint.class);
+    /** How long the application may leave the mailbox unread before the ACK thread reads it. */
+    static final long IDLE_READ_NS = 1_000_000;
+    /** How many outcomes a thread of the application tells after it read; the ACK thread tells the rest. */
+    static final int APPLICATION_TELLS = 64;
+    /**
+     * Test-only seam: {@code -Dmstar.test.handlersHoldTheMailbox=true} runs the handlers under the reading lock, as
+     * this class once did, so the usage campaign can show a stage whose handler waits on its own window stuck.
+     */
+    static final boolean HANDLERS_HOLD_THE_MAILBOX = Boolean.getBoolean("mstar.test.handlersHoldTheMailbox");
+
+    private final TensorChannel.Records records;
+    private final TensorTransport transport;
+    private final Outcomes outcomes;
+    private final MessageWait wait;
+    private final ShmMailbox local; // told while a handler runs, so that its close waits for it; null off our mailboxes
+    private final ReentrantLock reading = new ReentrantLock();
+    private final ReentrantLock handling = new ReentrantLock();
+    private final ArrayDeque<Parked> parked = new ArrayDeque<>(); // guarded by reading
+    private final Reader reader = new Reader(); // guarded by reading
+    private final RecordBatch batch = new RecordBatch(); // guarded by handling
+    private final Incoming incoming; // guarded by handling
+    private volatile boolean anyParked; // whether parked holds records: a thread in receive need not sleep
+    private final BooleanSupplier recordsParked = () -> anyParked; // made once: a wait allocates nothing
+    // How many times a thread with a handler polled, and when another thread last saw that count move: the
+    // application's poll reads no clock, and the ACK thread reads none while the application never polls.
+    private volatile long appPolls;
+    private volatile long seenAppPolls;
+    private volatile long seenAppPollsAt;
+    private volatile long handlersSince; // when the handlers of the poll handing over now began; 0 when none runs
+
+    MailboxReading(TensorChannel.Records records, TensorTransport transport, Outcomes outcomes, MessageWait wait,
+                   Incoming incoming, ShmMailbox local) {
+        this.records = records;
+        this.local = local;
+        this.transport = transport;
+        this.outcomes = outcomes;
+        this.wait = wait;
+        this.incoming = incoming;
+    }
+
+    /**
+     * Takes up to {@code limit} messages, then hands the tensors among them (after those parked before) to
+     * {@code handler}, each ACKed when it returns unless kept; returns the messages read.
+     */
+    int poll(TensorHandler handler, int limit) {
+        if (handling.isHeldByCurrentThread()) {
+            throw new IllegalStateException("poll or receive from a handler: return from the handler instead");
+        }
+        handling.lock();
+        try {
+            int read = 0;
+            reading.lock();
+            try {
+                appPolls = appPolls + 1; // under the reading lock: one writer at a time
+                while (read < limit && !parked.isEmpty()) {
+                    Parked p = parked.poll();
+                    batch.add(p.from(), MemorySegment.ofArray(p.record()), 0, p.record().length);
+                    read++;
+                }
+                anyParked = !parked.isEmpty();
+                if (read < limit) {
+                    reader.batch = batch;
+                    try {
+                        read += records.pollRecords(reader, limit - read);
+                    } finally {
+                        reader.batch = null;
+                    }
+                }
+            } finally {
+                if (!HANDLERS_HOLD_THE_MAILBOX) {
+                    unlockReading(0); // told once the handlers ran: a listener may poll then
+                }
+            }
+            try {
+                handOver(handler);
+            } finally {
+                if (HANDLERS_HOLD_THE_MAILBOX) {
+                    unlockReading(0);
+                }
+            }
+            return read;
+        } finally {
+            batch.clear();
+            handling.unlock();
+            tellDecided(APPLICATION_TELLS);
+        }
+    }
+
+    // The batch's tensors to the handler, in order, the mailbox let go.
+    private void handOver(TensorHandler handler) {
+        if (batch.size() == 0) {
+            return;
+        }
+        if (local != null) {
+            local.handlerRuns(true); // a close (a SIGTERM's) keeps us alive to producers until the handlers return
+        }
+        handlersSince = System.nanoTime();
+        try {
+            for (int i = 0; i < batch.size(); i++) {
+                dispatch(batch.from(i), batch.records(), batch.at(i), batch.length(i), handler);
+            }
+        } finally {
+            handlersSince = 0;
+            if (local != null) {
+                local.handlerRuns(false);
+            }
+        }
+    }
+
+    /** Waits until a message may wait, a record was parked, or the timeout passes. */
+    void awaitRecord(long timeoutNs) {
+        wait.awaitMessage(timeoutNs, recordsParked, true);
+    }
+
+    // Hands one record's tensor to the handler, then ACKs it (or refuses it, when its slot was reused under the read).
+    private void dispatch(String from, MemorySegment record, long at, int length, TensorHandler handler) {
+        boolean kept = false;
+        boolean stale = false;
+        try {
+            kept = incoming.deliver(from, record, at, length, handler, transport);
+        } catch (StaleTensorException e) {
+            stale = true; // counted and logged where the stamp was read; the producer hears of it below
+        } catch (RuntimeException e) {
+            LOG.warn("a handler threw (the tensor is ACKed, the next ones are handed over): from={}", from, e);
+        } finally {
+            if (!kept && DescriptorCodec.recordLength(record, at, length) == length) {
+                // Each at once: gathering a poll's ACKs into one message made producers wait (docs/benchmarks.md).
+                ack(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at), stale);
+            }
+        }
+    }
+
+    /** What the handlers running now have run for, for the stall's WARN; null when none runs. */
+    String handlerNow() {
+        long since = handlersSince;
+        return since == 0 ? null : "the handlers of one poll of this process have run for "
+            + (System.nanoTime() - since) / 1_000_000 + " ms (they do not hold the ACKs)";
+    }
+
+    /**
+     * Sends an ACK to a tensor's producer, or a refusal when the tensor's slot was reused under the read; a
+     * producer that is gone needs neither.
+     */
+    void ack(String producer, long msb, long lsb, boolean refused) {
+        try {
+            if (refused) {
+                records.sendRefusal(producer, msb, lsb);
+            } else {
+                records.sendAck(producer, msb, lsb);
+            }
+        } catch (PeerUnavailableException e) {
+            LOG.debug("ACK not sent, its producer is gone: {}", e.getMessage());
+        }
+    }
+
+    /**
+     * Reads the mailbox for ACKs unless a thread with a handler read it within the last millisecond or another
+     * thread reads it now; returns the messages read. What it finds for a handler waits for the next poll.
+     */
+    int readAcksIfIdle() {
+        if (applicationReadsNow() || !reading.tryLock()) {
+            return 0;
+        }
+        try {
+            return records.pollRecords(reader, 64);
+        } finally {
+            unlockReading(APPLICATION_TELLS);
+        }
+    }
+
+    /** Reads the ACKs waiting for an outcome poll, unless another thread reads now. */
+    void readForOutcomePoll() {
+        if (reading.tryLock()) {
+            try {
+                appPolls = appPolls + 1; // the application reads: the ACK thread stands aside
+                records.pollRecords(reader, 64);
+            } finally {
+                unlockReading(0); // the poll tells, up to its limit
+            }
+        }
+    }
+
+    /**
+     * One round of the ACK thread: it tells what waits, then takes one message (under the reading lock, unless the
+     * application reads) and tells what that decided once it let go of the lock. One, not all that wait: a sender
+     * that a told outcome wakes (blocked on a window of its own) takes the rest itself after its next post, on its
+     * own thread, instead of being woken once per outcome. Returns the messages read,
+     * {@link AckThread#APPLICATION_READS} when a thread with a handler read the mailbox within the last
+     * {@value #IDLE_READ_NS} ns, or {@link AckThread#BUSY}.
+     */
+    int ackThreadRound() {
+        outcomes.tellDecided(Integer.MAX_VALUE);
+        if (applicationReadsNow()) {
+            return AckThread.APPLICATION_READS;
+        }
+        if (!reading.tryLock()) {
+            return AckThread.BUSY;
+        }
+        try {
+            return records.pollRecords(reader, 1);
+        } finally {
+            unlockReading(Integer.MAX_VALUE);
+        }
+    }
+
+    /** Reads every message waiting, unless another thread holds the mailbox for long (a transport settling). */
+    void readAllAcks() {
+        try {
+            if (reading.tryLock(100, TimeUnit.MILLISECONDS)) {
+                try {
+                    while (records.pollRecords(reader, 64) > 0) {
+                        Thread.onSpinWait();
+                    }
+                } finally {
+                    unlockReading(APPLICATION_TELLS);
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IllegalStateException e) {
+            LOG.debug("mailbox closed while settling: {}", e.getMessage());
+        }
+    }
+
+    // Lets go of the reading lock; the outermost holder then tells up to `tells` outcomes its reading decided.
+    private void unlockReading(int tells) {
+        reading.unlock();
+        if (!reading.isHeldByCurrentThread()) {
+            tellDecided(tells);
+        }
+    }
+
+    /**
+     * Tells up to {@code tells} decided outcomes on this thread (none while it holds the reading lock); wakes the
+     * ACK thread for what it leaves, and a thread in {@code receive} for a record the ACK thread parked.
+     */
+    void tellDecided(int tells) {
+        if (reading.isHeldByCurrentThread()) {
+            return; // a reader tells once it lets go of the mailbox
+        }
+        if (outcomes.tellDecided(tells) == tells || outcomes.waitingForPoll()) {
+            wait.wake(); // the ACK thread tells the rest; a thread in awaitOutcomes takes those told when polled
+        }
+        if (anyParked) {
+            wait.wake(); // a record the ACK thread took waits for a thread in receive
+        }
+    }
+
+    // Whether a thread with a handler polled within the last IDLE_READ_NS. Callers race on the two fields
+    // harmlessly: a wrong answer only moves one read of the mailbox by a millisecond.
+    private boolean applicationReadsNow() {
+        long polls = appPolls;
+        if (polls == 0) {
+            return false;
+        }
+        if (polls != seenAppPolls) {
+            seenAppPolls = polls;
+            seenAppPollsAt = System.nanoTime();
+            return true;
+        }
+        return System.nanoTime() - seenAppPollsAt <= IDLE_READ_NS;
+    }
+
+    /**
+     * Takes each mailbox item: a record into the batch of the poll that reads, or parked for the next one when
+     * the reader has none (a copy either way: the handlers run after the lock is let go); an ACK to the transport.
+     */
+    private final class Reader implements TensorChannel.RecordListener {
+        RecordBatch batch;
+
+        @Override
+        public void descriptor(String from, MemorySegment record, long offset, int length) {
+            if (batch != null) {
+                batch.add(from, record, offset, length);
+            } else {
+                parked.add(new Parked(from, record.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE)));
+                anyParked = true;
+            }
+        }
+
+        @Override
+        public void ack(String from, long msb, long lsb) {
+            transport.records().ack(from, msb, lsb);
+        }
+
+        @Override
+        public void refused(String from, long msb, long lsb) {
+            outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, "consumer " + from + " refused it: its slot was"
+                + " reused before it was read (counted in that consumer's staleReads)");
+            transport.records().refused(from, msb, lsb);
+        }
+    }
+
+    private record Parked(String from, byte[] record) {
+    }
+}
