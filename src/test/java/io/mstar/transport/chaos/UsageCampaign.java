@@ -73,13 +73,28 @@ final class UsageCampaign {
             TransportConfig.MAX_SEGMENTS, "4", TransportConfig.RECLAIM_INTERVAL_S, "1");
         List<String> consumers = r.nextBoolean() ? List.of("c0") : List.of("c0", "c1");
         List<String> producers = r.nextBoolean() ? List.of("p0") : List.of("p0", "p1");
+        boolean stage = r.nextInt(3) == 0 // c0 forwards what it gets to s0 from its handler, under a window
+            || jvmOptions.stream().anyMatch(o -> o.startsWith("-Dusage.forced=") && o.contains("stage"));
+        List<String> smallStacks = r.nextBoolean() || jvmOptions.contains("-Dusage.forced=listenerPosts")
+            ? List.of("-Xss256k") : List.of(); // as servers of many threads have
         List<ChildJvm> consumerJvms = new ArrayList<>();
         List<ChildJvm> producerJvms = new ArrayList<>();
         List<ChildJvm> all = new ArrayList<>();
         try {
-            for (String c : consumers) {
-                ChildJvm child = ChildJvm.start(true, jvmOptions, env, UsageWorker.class, "consumer", c,
+            if (stage) {
+                ChildJvm sink = ChildJvm.start(true, jvmOptions, env, UsageWorker.class, "consumer", "s0",
                     Long.toString(r.nextLong()));
+                sink.awaitOutput("READY", 60);
+                consumerJvms.add(sink);
+                all.add(sink);
+            }
+            for (String c : consumers) {
+                List<String> args = new ArrayList<>(List.of("consumer", c, Long.toString(r.nextLong())));
+                if (stage && c.equals("c0")) {
+                    args.add("s0");
+                }
+                ChildJvm child = ChildJvm.start(true, withStacks(jvmOptions, smallStacks), env, UsageWorker.class,
+                    args.toArray(String[]::new));
                 consumerJvms.add(child);
                 all.add(child);
             }
@@ -87,7 +102,8 @@ final class UsageCampaign {
                 c.awaitOutput("READY", 60);
             }
             for (String p : producers) {
-                ChildJvm child = ChildJvm.start(true, jvmOptions, env, UsageWorker.class, "producer", p,
+                ChildJvm child = ChildJvm.start(true, withStacks(jvmOptions, smallStacks), env, UsageWorker.class,
+                    "producer", p,
                     Long.toString(r.nextLong()), Long.toString(RUN_MILLIS), String.join(",", consumers));
                 producerJvms.add(child);
                 all.add(child);
@@ -113,7 +129,7 @@ final class UsageCampaign {
                     violations.add("run " + run + ": a producer did not finish: " + stuck.getMessage());
                 }
             }
-            for (ChildJvm c : consumerJvms) {
+            for (ChildJvm c : consumerJvms.reversed()) { // a stage before its sink
                 c.signal("TERM");
                 c.await(60);
             }
@@ -131,6 +147,12 @@ final class UsageCampaign {
                 child.deleteLog();
             }
         }
+    }
+
+    private static List<String> withStacks(List<String> jvmOptions, List<String> stacks) {
+        List<String> all = new ArrayList<>(jvmOptions);
+        all.addAll(stacks);
+        return all;
     }
 
     private static void collect(String output, int run, long[] counts, List<String> configs, List<String> violations) {

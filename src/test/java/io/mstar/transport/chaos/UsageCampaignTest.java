@@ -16,7 +16,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The API-usage campaign ({@link UsageCampaign}): a short budget in every build from a fixed seed, a long one on
  * demand: {@code mvn test -Dtest=UsageCampaignTest#campaign -Dusage.minutes=30 -Dusage.seed=7}. The negative
  * control brings back an outcome queue whose take is not atomic (two threads telling at once may tell one outcome
- * twice and skip the next: a misnamed outcome) and expects the campaign to find it ({@code -Dgroups=slow}).
+ * twice and skip the next: a misnamed outcome) and expects the campaign to find it ({@code -Dgroups=slow}); so do
+ * one for each class the campaign grew with (a listener that posts, a stage whose handler waits on its own window,
+ * close with a listener told when polled), each bringing back the code it replaced.
  */
 @Timeout(value = 120, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class UsageCampaignTest {
@@ -46,6 +48,33 @@ class UsageCampaignTest {
     void withATakeThatIsNotAtomicTheCampaignFindsMisnamedOutcomes() throws Exception {
         UsageCampaign.Report report = run(Long.getLong("usage.seed", 1), Long.getLong("usage.seconds", 60) * 1000,
             List.of("-Dmstar.test.outcomeTakeNotAtomic=true"));
+        assertFalse(report.violations().isEmpty(), report::toString);
+    }
+
+    /** Telling re-entered from a listener that posts (the telling this replaced): found deep or overflowing. */
+    @Test
+    @Tag("slow")
+    void withReentrantTellingTheCampaignFindsAListenerThatPostsGrowingTheStack() throws Exception {
+        assertFinds("-Dmstar.test.concurrentTellers=true", "listenerPosts");
+    }
+
+    /** Handlers that hold the mailbox (as they once did): a stage whose handler waits on its own window sticks. */
+    @Test
+    @Tag("slow")
+    void withHandlersHoldingTheMailboxTheCampaignFindsAStuckStage() throws Exception {
+        assertFinds("-Dmstar.test.handlersHoldTheMailbox=true", "stage");
+    }
+
+    /** Close that leaves a listener told when polled untold (as it once did): posts never told. */
+    @Test
+    @Tag("slow")
+    void withCloseLeavingAPolledListenerUntoldTheCampaignFindsPostsNeverTold() throws Exception {
+        assertFinds("-Dmstar.test.closeLeavesPolledUntold=true", "closePolled");
+    }
+
+    private void assertFinds(String seam, String forced) throws Exception {
+        UsageCampaign.Report report = run(Long.getLong("usage.seed", 1), Long.getLong("usage.seconds", 30) * 1000,
+            List.of(seam, "-Dusage.forced=" + forced));
         assertFalse(report.violations().isEmpty(), report::toString);
     }
 }

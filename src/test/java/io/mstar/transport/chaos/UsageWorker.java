@@ -41,14 +41,21 @@ import java.util.concurrent.locks.LockSupport;
  * with {@code awaitOutcomes}; whether its threads also {@code poll} or a thread of it {@code receive}s; per
  * tensor the form ({@code post} of its own buffer, claim and {@code post}, {@code send} with a {@link Delivery},
  * the writer form, {@code send} of a claim) and the size; and bursts, each followed, at random, by a wait for
- * every outcome with no further post. The consumer draws {@code receive}, {@code poll} in a loop, or keeping
- * some tensors past the handler and closing them later.
- * Usage: {@code producer ENTITY SEED MILLIS CONSUMER,...} or {@code consumer ENTITY SEED}.
+ * every outcome with no further post. It also draws what its listener does besides counting (nothing; post a
+ * follow-up tensor for each outcome, or claim and post one, as a request loop does; poll outcomes from inside
+ * the listener), a window of 1 to 4,096, and whether it ends by closing with tensors in flight (every post then
+ * told once, DELIVERED or CLOSED, by the time close returns; a post that threw told nothing). The consumer draws
+ * {@code receive}, {@code poll} in a loop, or keeping some tensors past the handler and closing them later; given
+ * a stage's downstream entity, it is a pipeline stage whose handler forwards each tensor there under a window of
+ * its own that its listener releases, and once a run blocks for up to 5 s.
+ * Usage: {@code producer ENTITY SEED MILLIS CONSUMER,...} or {@code consumer ENTITY SEED [DOWNSTREAM]}.
  */
 public final class UsageWorker {
     /** Longest an outcome may take while its consumer lives. */
     static final long OUTCOME_BOUND_MS = 10_000;
-    private static final int WINDOW = 64;
+    private static final int[] WINDOWS = {1, 8, 64, 64, 512, 4096};
+    /** A listener running deeper than this re-entered the telling. */
+    private static final int DEEPEST_LISTENER = 150;
     private static final int MAX_BYTES = 1 << 20;
     private static final PrintStream OUT = new PrintStream(System.out, true);
 
@@ -61,6 +68,8 @@ public final class UsageWorker {
         SplittableRandom r = new SplittableRandom(Long.parseLong(args[2]));
         if (args[0].equals("producer")) {
             new Producer(deployment, r, List.of(args[4].split(","))).run(Long.parseLong(args[3]));
+        } else if (args.length > 3) {
+            stage(deployment, r, args[3]);
         } else {
             consume(deployment, r);
         }
@@ -72,6 +81,8 @@ public final class UsageWorker {
     private enum Window { IN_LISTENER, COUNTED, AWAIT }
 
     private enum AlsoReads { NO, POLL, RECEIVE }
+
+    private enum ListenerDoes { COUNTS, POSTS, CLAIMS, POLLS }
 
     /**
      * A tensor posted: the uuid its post gave and the one its outcome named, compared once both are known (an
@@ -121,11 +132,20 @@ public final class UsageWorker {
         private final Deployment deployment;
         private final List<String> consumers;
         private final int threads;
-        private final boolean toldWhenPolled;
-        private final Window window;
+        private boolean toldWhenPolled;
+        private Window windowMode;
         private final AlsoReads alsoReads;
+        private ListenerDoes listenerDoes;
+        private int window;
+        private boolean closeInFlight;
         private final long seed;
-        private final Semaphore places = new Semaphore(WINDOW);
+        private Semaphore places;
+        private final Set<String> threw = ConcurrentHashMap.newKeySet(); // posts that threw: told nothing
+        private final AtomicLong followUps = new AtomicLong();
+        private final ThreadLocal<MemorySegment> followUpBytes =
+            ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[4096]));
+        private volatile long sendEndMs = Long.MAX_VALUE;
+        private volatile boolean closing;
         private final ArrayDeque<String> toldRing = new ArrayDeque<>(); // COUNTED: filled by the listener
         private final Map<String, Posted> pending = new ConcurrentHashMap<>();
         private final Set<String> told = ConcurrentHashMap.newKeySet();
@@ -138,9 +158,24 @@ public final class UsageWorker {
             this.deployment = deployment;
             this.consumers = consumers;
             this.threads = 1 + r.nextInt(3);
-            this.window = Window.values()[r.nextInt(Window.values().length)];
-            this.toldWhenPolled = window == Window.AWAIT || r.nextBoolean();
+            this.windowMode = Window.values()[r.nextInt(Window.values().length)];
+            this.toldWhenPolled = windowMode == Window.AWAIT || r.nextBoolean();
             this.alsoReads = AlsoReads.values()[r.nextInt(AlsoReads.values().length)];
+            this.listenerDoes = ListenerDoes.values()[r.nextInt(ListenerDoes.values().length)];
+            this.window = WINDOWS[r.nextInt(WINDOWS.length)];
+            this.places = new Semaphore(window);
+            this.closeInFlight = r.nextInt(4) == 0;
+            String forced = System.getProperty("usage.forced", ""); // a negative control's class, every run
+            if (forced.contains("listenerPosts")) {
+                listenerDoes = ListenerDoes.POSTS;
+                window = 4096;
+                places = new Semaphore(window);
+            }
+            if (forced.contains("closePolled")) {
+                closeInFlight = true;
+                toldWhenPolled = true;
+                windowMode = Window.AWAIT;
+            }
             this.seed = r.nextLong();
         }
 
@@ -164,28 +199,85 @@ public final class UsageWorker {
             if (!told.add(id)) {
                 OUT.println("VIOLATION told-twice " + id + " uuid=" + Long.toHexString(msb) + Long.toHexString(lsb));
             }
+            if (threw.contains(id)) {
+                OUT.println("VIOLATION told-a-post-that-threw " + id);
+            }
             Posted p = pending.remove(id);
             if (p == null) {
                 OUT.println("VIOLATION told-unposted " + id);
             } else {
                 p.told(msb, lsb);
             }
-            if (failure != null) {
+            if (failure != null && !(closing && failure.startsWith("CLOSED"))) {
                 OUT.println("VIOLATION failed " + id + " " + failure);
             }
-            switch (window) {
-                case COUNTED -> {
-                    synchronized (toldRing) {
-                        toldRing.add(id);
+            boolean followUp = id.contains("-f");
+            if (!followUp) { // a follow-up took no place of the window
+                switch (windowMode) {
+                    case COUNTED -> {
+                        synchronized (toldRing) {
+                            toldRing.add(id);
+                        }
+                    }
+                    default -> places.release();
+                }
+            }
+            int depth = StackWalker.getInstance().walk(frames -> (int) frames.count());
+            if (depth > DEEPEST_LISTENER) {
+                OUT.println("VIOLATION deep-listener " + id + " frames=" + depth);
+            }
+            switch (listenerDoes) {
+                case POSTS, CLAIMS -> {
+                    if (!followUp) {
+                        followUp(); // a request loop: each outcome sends the next request
                     }
                 }
-                default -> places.release();
+                case POLLS -> {
+                    if (toldWhenPolled) {
+                        endpoint.pollOutcomes(64); // from inside the listener: tells nothing more, grows nothing
+                    }
+                }
+                case COUNTS -> { }
+            }
+        }
+
+        // One tensor posted from inside the listener, to the first consumer; a post that throws is told nothing.
+        private void followUp() {
+            if (System.currentTimeMillis() > sendEndMs) {
+                return;
+            }
+            String id = deployment.entity() + "-f" + followUps.getAndIncrement();
+            String to = consumers.get(0);
+            Posted p = new Posted(id);
+            pending.put(id, p);
+            posted.incrementAndGet();
+            try {
+                if (listenerDoes == ListenerDoes.POSTS) {
+                    MemorySegment own = followUpBytes.get();
+                    ChaosWorker.fill(own, own.byteSize(), id);
+                    p.posted(1, 0, endpoint.post(to, id, Tensor.of(DType.U8, own, own.byteSize())));
+                } else {
+                    try (TensorClaim claim = endpoint.claim(id, DType.U8, 4096)) {
+                        ChaosWorker.fill(claim.memory(), 4096, id);
+                        p.posted(2, claim.uuidMsb(), claim.uuidLsb());
+                        endpoint.post(to, claim);
+                    }
+                }
+            } catch (IllegalStateException e) { // the endpoint closed under it
+                threw.add(id);
+                if (pending.remove(id) != null) {
+                    posted.decrementAndGet();
+                }
+                if (!closing) {
+                    OUT.println("VIOLATION threw " + e.toString().replace('\n', ' '));
+                }
             }
         }
 
         void run(long millis) throws Exception {
             OUT.println("CONFIG " + deployment.entity() + " threads=" + threads + " toldWhenPolled=" + toldWhenPolled
-                + " window=" + window + " alsoReads=" + alsoReads);
+                + " window=" + windowMode + ":" + window + " alsoReads=" + alsoReads + " listener=" + listenerDoes
+                + " closeInFlight=" + closeInFlight);
             try (TensorEndpoint e = TensorEndpoint.open(deployment, this)) {
                 endpoint = e;
                 for (String c : consumers) {
@@ -200,6 +292,7 @@ public final class UsageWorker {
                     }
                 }) : null;
                 long end = System.currentTimeMillis() + millis;
+                sendEndMs = end;
                 List<Thread> senders = new ArrayList<>();
                 for (int t = 0; t < threads; t++) {
                     long threadSeed = seed + t;
@@ -210,7 +303,20 @@ public final class UsageWorker {
                 for (Thread s : senders) {
                     s.join();
                 }
-                awaitAll(System.currentTimeMillis() + OUTCOME_BOUND_MS + 2000);
+                if (closeInFlight) { // with tensors in flight: close tells each once, on this thread if need be
+                    stopping = true;
+                    if (receiver != null) {
+                        receiver.join();
+                    }
+                    closing = true;
+                    e.close();
+                    if (!pending.isEmpty()) {
+                        OUT.println("VIOLATION untold-after-close " + pending.size() + " e.g. "
+                            + pending.keySet().iterator().next());
+                    }
+                } else {
+                    awaitAll(System.currentTimeMillis() + OUTCOME_BOUND_MS + 2000);
+                }
                 stopping = true;
                 checker.join();
                 if (receiver != null) {
@@ -239,7 +345,7 @@ public final class UsageWorker {
                         if (alsoReads == AlsoReads.POLL) {
                             endpoint.poll(t -> { }, 64);
                         }
-                        if (toldWhenPolled && window != Window.AWAIT) {
+                        if (toldWhenPolled && windowMode != Window.AWAIT) {
                             endpoint.pollOutcomes(64);
                         }
                     }
@@ -304,7 +410,7 @@ public final class UsageWorker {
         private void takePlace() throws InterruptedException {
             int spins = 0;
             while (!places.tryAcquire()) {
-                switch (window) {
+                switch (windowMode) {
                     case IN_LISTENER -> {
                         if (toldWhenPolled) {
                             endpoint.pollOutcomes(64);
@@ -354,7 +460,7 @@ public final class UsageWorker {
                 } else {
                     Thread.sleep(1);
                 }
-                if (window == Window.COUNTED) {
+                if (windowMode == Window.COUNTED) {
                     takeCounted();
                 }
             }
@@ -383,6 +489,69 @@ public final class UsageWorker {
             case 8 -> 1 + r.nextInt(256 << 10);
             default -> 1 + r.nextInt(MAX_BYTES);
         };
+    }
+
+    /**
+     * A pipeline stage: each tensor received is forwarded to {@code downstream} from inside the handler, under a
+     * window of its own (1 to 8 permits) that its listener releases; once, the handler blocks for up to 5 s.
+     * Its ACKs must go on being read meanwhile, or the window never opens again ({@code stage-stuck}).
+     */
+    private static void stage(Deployment deployment, SplittableRandom r, String downstream) throws Exception {
+        int window = 1 + r.nextInt(8);
+        OUT.println("CONFIG " + deployment.entity() + " mode=stage window=" + window + " downstream=" + downstream);
+        Semaphore permits = new Semaphore(window);
+        Set<String> forwarded = ConcurrentHashMap.newKeySet();
+        Set<String> told = ConcurrentHashMap.newKeySet();
+        DeliveryListener releases = new DeliveryListener() {
+            @Override
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                heard(requestId);
+            }
+
+            @Override
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                heard(requestId); // the sink stopping first at the end of a run: not a violation here
+            }
+
+            private void heard(String id) {
+                if (!told.add(id)) {
+                    OUT.println("VIOLATION stage-told-twice " + id);
+                }
+                if (!forwarded.contains(id)) {
+                    OUT.println("VIOLATION stage-told-unposted " + id);
+                }
+                permits.release();
+            }
+        };
+        try (TensorEndpoint endpoint = TensorEndpoint.open(deployment, releases)) {
+            if (!endpoint.awaitPeer(downstream, Duration.ofSeconds(60))) {
+                throw new IllegalStateException("no downstream: " + downstream);
+            }
+            OUT.println("READY " + deployment.entity());
+            boolean[] blocked = new boolean[1];
+            TensorHandler forward = t -> {
+                String id = t.requestId().toString();
+                if (!blocked[0] && r.nextInt(500) == 0) { // once a run: a producer's outcome waits behind it
+                    blocked[0] = true;
+                    LockSupport.parkNanos(r.nextLong(5_000_000_000L)); // a GPU queue, a bounded executor, a slow call
+                }
+                try {
+                    if (!permits.tryAcquire(UsageWorker.OUTCOME_BOUND_MS, TimeUnit.MILLISECONDS)) {
+                        OUT.println("VIOLATION stage-stuck " + id + ": no outcome of its own for "
+                            + UsageWorker.OUTCOME_BOUND_MS + " ms");
+                        return;
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+                forwarded.add(id);
+                endpoint.post(downstream, id, Tensor.of(DType.U8, t.data(), t.nbytes()));
+            };
+            while (true) { // until the campaign stops this process (SIGTERM)
+                endpoint.receive(forward, Duration.ofMillis(100));
+            }
+        }
     }
 
     private static void consume(Deployment deployment, SplittableRandom r) {
