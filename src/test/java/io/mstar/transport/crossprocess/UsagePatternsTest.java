@@ -132,33 +132,41 @@ class UsagePatternsTest {
      * its tensor's outcome was still coming. Quiet and beside a spinning process, post and claim.
      */
     @Test
+    @Timeout(value = 60, unit = TimeUnit.MINUTES) // -Dpatterns.windowRuns=30: 120 runs
     void theOutsideBenchmarksProducerWithACountedWindowNeverSeesAnOutcomeOutOfItsSlot() throws Exception {
         long seconds = Long.getLong("patterns.windowSeconds", 6);
-        for (boolean busy : new boolean[] {false, true}) {
-            for (String form : List.of("post", "claim")) {
-                Process spinner = busy ? new ProcessBuilder("sh", "-c", "while :; do :; done").start() : null;
-                ChildJvm sink = start(List.of(), "sink", "sink", "0");
-                ChildJvm producer = null;
-                try {
-                    sink.awaitOutput("READY", 60);
-                    producer = start(List.of(), "window", "window", "sink", Long.toString(seconds), form);
-                    ChildJvm p = producer;
-                    assertEquals(0, producer.await(seconds + 120), () -> tail(p));
-                    String run = form + (busy ? " beside a spinning process" : " quiet") + ": " + producer.result("posted")
-                        + " posted, " + producer.result("told") + " told";
-                    System.out.println("outside benchmark " + run);
-                    assertEquals("false", producer.result("stopped"), () -> run + ", stopped: " + tail(p));
-                } finally {
-                    Files.createFile(shm.path().resolve("stop-sink"));
-                    stop(sink);
-                    Files.delete(shm.path().resolve("stop-sink"));
-                    if (producer != null) {
-                        stop(producer);
-                    }
-                    if (spinner != null) {
-                        spinner.destroyForcibly().waitFor();
-                    }
+        int runs = Integer.getInteger("patterns.windowRuns", 1); // 30 for the count
+        for (int run = 0; run < runs; run++) {
+            for (boolean busy : new boolean[] {false, true}) {
+                for (String form : List.of("post", "claim")) {
+                    outsideBenchmark(form, busy, seconds);
                 }
+            }
+        }
+    }
+
+    private void outsideBenchmark(String form, boolean busy, long seconds) throws Exception {
+        Process spinner = busy ? new ProcessBuilder("sh", "-c", "while :; do :; done").start() : null;
+        ChildJvm sink = start(List.of(), "sink", "sink", "0");
+        ChildJvm producer = null;
+        try {
+            sink.awaitOutput("READY", 60);
+            producer = start(List.of(), "window", "window", "sink", Long.toString(seconds), form);
+            ChildJvm p = producer;
+            assertEquals(0, producer.await(seconds + 120), () -> tail(p));
+            String run = form + (busy ? " beside a spinning process" : " quiet") + ": " + producer.result("posted")
+                + " posted, " + producer.result("told") + " told";
+            System.out.println("outside benchmark " + run);
+            assertEquals("false", producer.result("stopped"), () -> run + ", stopped: " + tail(p));
+        } finally {
+            Files.createFile(shm.path().resolve("stop-sink"));
+            stop(sink);
+            Files.delete(shm.path().resolve("stop-sink"));
+            if (producer != null) {
+                stop(producer);
+            }
+            if (spinner != null) {
+                spinner.destroyForcibly().waitFor();
             }
         }
     }
