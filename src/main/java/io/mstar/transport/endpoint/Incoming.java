@@ -18,7 +18,7 @@ import java.nio.charset.StandardCharsets;
 /**
  * The endpoint's {@link IncomingTensor}: one per endpoint, pointed at each record and its bytes in turn
  * (so a handler's tensor allocates nothing), and the {@link TensorRecords.Reader} the transport hands the bytes to.
- * Used by the thread that holds the endpoint's reading lock.
+ * Used by the thread that holds the endpoint's handling lock ({@link MailboxReading}).
  */
 final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequence {
     private final Endpoint endpoint;
@@ -78,11 +78,6 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
         }
         inHandler = true;
         handler.onTensor(this);
-    }
-
-    /** Whether a handler runs now (on the thread that holds the reading lock). */
-    boolean inHandler() {
-        return inHandler;
     }
 
     private void checkInHandler() {

@@ -275,7 +275,7 @@ final class MailboxReading {
         if (reading.isHeldByCurrentThread()) {
             return; // a reader tells once it lets go of the mailbox
         }
-        if (outcomes.tellDecided(tells) == tells || outcomes.waitingForPoll()) {
+        if (tells > 0 && (outcomes.tellDecided(tells) == tells || outcomes.waitingForPoll())) {
             wait.wake(); // the ACK thread tells the rest; a thread in awaitOutcomes takes those told when polled
         }
         if (anyParked) {

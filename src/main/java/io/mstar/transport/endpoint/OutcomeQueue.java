@@ -81,6 +81,11 @@ final class OutcomeQueue {
         return teller == Thread.currentThread();
     }
 
+    /** Whether a thread tells now. */
+    boolean anyTeller() {
+        return teller != null;
+    }
+
     /** The thread telling now and for how long, for the stall's WARN; null when none tells. */
     String tellerNow() {
         Thread t = teller;

@@ -167,7 +167,7 @@ final class Outcomes {
 
     /** Whether outcomes wait to be told by the ACK thread: decided, and no thread tells now. */
     boolean waitingForTeller() {
-        return !toldWhenPolled && listener != null && decided.size() > 0 && decided.tellerNow() == null;
+        return !toldWhenPolled && listener != null && decided.size() > 0 && !decided.anyTeller();
     }
 
     /** Whether the calling thread runs in the listener now. */
@@ -228,7 +228,6 @@ final class Outcomes {
             }
         }
     }
-
 
     private Delivery.Failure failureOf(String consumer) {
         return consumer != null && config.remote().isRemote(entityOf(consumer))
