@@ -275,8 +275,9 @@ final class MailboxReading {
         if (reading.isHeldByCurrentThread()) {
             return; // a reader tells once it lets go of the mailbox
         }
-        if (tells > 0 && (outcomes.tellDecided(tells) == tells || outcomes.waitingForPoll())) {
-            wait.wake(); // the ACK thread tells the rest; a thread in awaitOutcomes takes those told when polled
+        if (tells > 0 && (outcomes.tellDecided(tells) == tells && outcomes.waitingForTeller()
+            || outcomes.waitingForPoll())) {
+            wait.wake(); // the ACK thread tells what is left; a thread in awaitOutcomes takes those told when polled
         }
         if (anyParked) {
             wait.wake(); // a record the ACK thread took waits for a thread in receive
