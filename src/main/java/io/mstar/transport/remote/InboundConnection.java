@@ -259,11 +259,8 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                 lastNbytes = header.nbytes();
                 position = 0;
                 lastProgress = System.nanoTime();
-                DuplicateWindow.Match landed = landedBefore(lastProgress);
-                if (landed == DuplicateWindow.Match.SAME) {
+                if (landedBefore(lastProgress)) {
                     skipDuplicate();
-                } else if (landed == DuplicateWindow.Match.DIFFERENT) {
-                    refuseImpostor();
                 } else {
                     admit();
                 }
@@ -328,16 +325,8 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    private DuplicateWindow.Match landedBefore(long nowNs) {
-        return NO_DUPLICATE_WINDOW ? DuplicateWindow.Match.ABSENT
-            : landedLately.match(header.firstMsb(), header.firstLsb(), header.nbytes(), header.crc(), nowNs);
-    }
-
-    // A repeat whose bytes differ from what landed under its first uuid: not that tensor; refused, never confirmed.
-    private void refuseImpostor() {
-        warnings.warn("repeat", peer, "tensor from entity=" + peer + " requestId=" + header.requestId() + " refused:"
-            + " a tensor of other bytes landed under the uuid it names as its first send");
-        refuse(Refusal.NOT_THE_FIRST, false);
+    private boolean landedBefore(long nowNs) {
+        return !NO_DUPLICATE_WINDOW && landedLately.contains(header.firstMsb(), header.firstLsb(), nowNs);
     }
 
     // A repost of an in-doubt tensor that landed here already: confirmed again, its bytes skipped, not handed over.
@@ -408,18 +397,12 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         // Another connection of the sender may have landed the same first send meanwhile: one of them is handed over.
-        DuplicateWindow.Match landed = NO_DUPLICATE_WINDOW ? DuplicateWindow.Match.ABSENT
-            : landedLately.add(header.firstMsb(), header.firstLsb(), header.nbytes(), header.crc(), System.nanoTime());
-        if (landed != DuplicateWindow.Match.ABSENT) {
+        if (!NO_DUPLICATE_WINDOW && !landedLately.add(header.firstMsb(), header.firstLsb(), System.nanoTime())) {
             claim.abort();
             claim = null;
-            if (landed == DuplicateWindow.Match.SAME) {
-                budget.release(header.nbytes());
-                link.counters().duplicates.incrementAndGet();
-                confirm();
-            } else {
-                tellRefused(Refusal.NOT_THE_FIRST, true);
-            }
+            budget.release(header.nbytes());
+            link.counters().duplicates.incrementAndGet();
+            confirm();
             header = null;
             state = State.HEADER;
             return;
