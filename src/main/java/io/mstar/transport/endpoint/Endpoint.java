@@ -25,7 +25,6 @@ import io.mstar.transport.remote.RoutedMailbox;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
-import java.util.UUID;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
 
@@ -172,17 +171,23 @@ final class Endpoint implements TensorEndpoint {
                 }
             }
         } catch (RuntimeException | Error e) {
-            boolean undecided = true;
-            for (int k = 0; k < descriptors.size(); k++) {
-                UUID u = descriptors.get(k).uuid();
-                undecided &= k >= tracked || outcomes.untrack(u.getMostSignificantBits(), u.getLeastSignificantBits());
+            long[] uuids = new long[2 * tracked];
+            for (int k = 0; k < tracked; k++) {
+                uuids[2 * k] = descriptors.get(k).uuid().getMostSignificantBits();
+                uuids[2 * k + 1] = descriptors.get(k).uuid().getLeastSignificantBits();
             }
-            if (undecided) { // none was told: the caller hears the exception alone, and the tensors are freed
-                for (TensorDescriptor d : descriptors) {
-                    for (String share : to) { // each share of a fan-out's
-                        freeUnsent(share, d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), e);
+            boolean untracked = outcomes.untrackAll(uuids); // all or none: one outcome each, or the exception alone
+            for (TensorDescriptor d : descriptors) {
+                for (String share : to) { // each share of a fan-out's; those still tracked are told this failure
+                    long msb = d.uuid().getMostSignificantBits();
+                    long lsb = d.uuid().getLeastSignificantBits();
+                    if (!untracked) {
+                        outcomes.refused(msb, lsb, share, "not sent: " + e);
                     }
+                    freeUnsent(share, msb, lsb, e);
                 }
+            }
+            if (untracked) {
                 throw e;
             }
         }

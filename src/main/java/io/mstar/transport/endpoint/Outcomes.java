@@ -85,6 +85,24 @@ final class Outcomes {
     }
 
     /**
+     * Takes the tracked tensors ({@code uuids}: two longs each) out undecided, for a send of several that throws: all
+     * of them, or none when one was decided already (then the caller has each told, and must not throw).
+     */
+    boolean untrackAll(long[] uuids) {
+        synchronized (sent) {
+            for (int k = 0; k < uuids.length; k += 2) {
+                if (!sent.contains(uuids[k], uuids[k + 1])) {
+                    return false;
+                }
+            }
+            for (int k = 0; k < uuids.length; k += 2) {
+                sent.remove(uuids[k], uuids[k + 1]);
+            }
+            return true;
+        }
+    }
+
+    /**
      * Takes a tracked tensor out undecided, for a send that throws; returns false when it was decided already (by
      * close, or a death): then its one outcome is told, and the send must not throw.
      */

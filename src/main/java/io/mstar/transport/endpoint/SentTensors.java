@@ -46,6 +46,10 @@ final class SentTensors extends UuidTable {
         }
     }
 
+    boolean contains(long msb, long lsb) {
+        return find(msb, lsb) >= 0;
+    }
+
     /** Removes the tensor; its fields are then in the {@code removed*} fields. */
     boolean remove(long msb, long lsb) {
         int i = find(msb, lsb);
