@@ -5,7 +5,10 @@ import io.mstar.transport.acks.UuidTable;
 /**
  * The tensors one sending entity landed here lately, by the uuid each was first sent under: a tensor sent again
  * after an in-doubt outcome carries the same first uuid, and one found here is confirmed without being handed over
- * a second time (NATS JetStream's message-id window, keyed per sender so that one sender cannot hide another's).
+ * a second time (NATS JetStream's message-id window, keyed per sender so that one sender cannot hide another's). A
+ * repeat is the same tensor only with the same length and CRC32C: one that differs (another member of the
+ * deployment sending under a uuid it saw) is told apart, so that no producer is confirmed for bytes it did not
+ * deliver.
  * An entry stays for {@code retainNs}, or until {@value #MAX_TENSORS} younger ones push it out. Thread-safe: the
  * sender's connections may run on different event loops.
  */
@@ -14,8 +17,14 @@ final class DuplicateWindow extends UuidTable {
     static final int MAX_TENSORS = 1 << 20;
     private static final int FIRST_RING = 1024;
 
+    /** What {@link #match} and {@link #add} found. */
+    enum Match { ABSENT, SAME, DIFFERENT }
+
     private final long retainNs;
     private final int maxTensors;
+    // Columns of the table: each first send's length and CRC32C.
+    private long[] sizes = new long[2 * FIRST_RING];
+    private int[] crcs = new int[2 * FIRST_RING];
     // A ring in landing order, three longs an entry: first uuid's msb, lsb, and when it landed.
     private long[] ring = new long[3 * FIRST_RING];
     private int head;
@@ -32,17 +41,21 @@ final class DuplicateWindow extends UuidTable {
         this.maxTensors = maxTensors;
     }
 
-    /** Whether a tensor first sent as this uuid landed here within the window. */
-    synchronized boolean contains(long msb, long lsb, long nowNs) {
+    /** Whether a tensor first sent as this uuid landed here within the window, and whether it had these bytes. */
+    synchronized Match match(long msb, long lsb, long nbytes, int crc, long nowNs) {
         forgetOlderThan(nowNs - retainNs);
-        return find(msb, lsb) >= 0;
+        int i = find(msb, lsb);
+        return i < 0 ? Match.ABSENT : sizes[i] == nbytes && crcs[i] == crc ? Match.SAME : Match.DIFFERENT;
     }
 
-    /** Remembers a tensor that lands now; false when one first sent as this uuid already did (a duplicate). */
-    synchronized boolean add(long msb, long lsb, long nowNs) {
-        forgetOlderThan(nowNs - retainNs);
-        if (find(msb, lsb) >= 0) {
-            return false;
+    /**
+     * Remembers a tensor that lands now; {@link Match#ABSENT} when it was remembered, else what landed under that
+     * first uuid before (a duplicate: the same tensor, or a different one).
+     */
+    synchronized Match add(long msb, long lsb, long nbytes, int crc, long nowNs) {
+        Match found = match(msb, lsb, nbytes, crc, nowNs);
+        if (found != Match.ABSENT) {
+            return found;
         }
         if (count == maxTensors) {
             dropOldest();
@@ -56,8 +69,10 @@ final class DuplicateWindow extends UuidTable {
         ring[at + 1] = lsb;
         ring[at + 2] = nowNs;
         count++;
-        super.add(msb, lsb);
-        return true;
+        int i = super.add(msb, lsb);
+        sizes[i] = nbytes;
+        crcs[i] = crc;
+        return Match.ABSENT;
     }
 
     /** How many entries the cap dropped before their time: a repost of one of them would be handed over again. */
@@ -90,9 +105,11 @@ final class DuplicateWindow extends UuidTable {
         head = 0;
     }
 
-    // The table keeps no columns of its own: the ring holds the times.
+    // The ring holds the times; the table's columns, each first send's length and checksum.
     @Override
     protected void moved(int from, int to) {
+        sizes[to] = sizes[from];
+        crcs[to] = crcs[from];
     }
 
     @Override
@@ -101,5 +118,15 @@ final class DuplicateWindow extends UuidTable {
 
     @Override
     protected void regrown(int capacity, int[] from) {
+        long[] oldSizes = sizes;
+        int[] oldCrcs = crcs;
+        sizes = new long[capacity];
+        crcs = new int[capacity];
+        for (int j = 0; j < capacity; j++) {
+            if (from[j] >= 0) {
+                sizes[j] = oldSizes[from[j]];
+                crcs[j] = oldCrcs[from[j]];
+            }
+        }
     }
 }

@@ -259,8 +259,11 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
                 lastNbytes = header.nbytes();
                 position = 0;
                 lastProgress = System.nanoTime();
-                if (landedBefore(lastProgress)) {
+                DuplicateWindow.Match landed = landedBefore(lastProgress);
+                if (landed == DuplicateWindow.Match.SAME) {
                     skipDuplicate();
+                } else if (landed == DuplicateWindow.Match.DIFFERENT) {
+                    refuseImpostor();
                 } else {
                     admit();
                 }
@@ -325,8 +328,16 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    private boolean landedBefore(long nowNs) {
-        return !NO_DUPLICATE_WINDOW && landedLately.contains(header.firstMsb(), header.firstLsb(), nowNs);
+    private DuplicateWindow.Match landedBefore(long nowNs) {
+        return NO_DUPLICATE_WINDOW ? DuplicateWindow.Match.ABSENT
+            : landedLately.match(header.firstMsb(), header.firstLsb(), header.nbytes(), header.crc(), nowNs);
+    }
+
+    // A repeat whose bytes differ from what landed under its first uuid: not that tensor; refused, never confirmed.
+    private void refuseImpostor() {
+        warnings.warn("repeat", peer, "tensor from entity=" + peer + " requestId=" + header.requestId() + " refused:"
+            + " a tensor of other bytes landed under the uuid it names as its first send");
+        refuse(Refusal.NOT_THE_FIRST, false);
     }
 
     // A repost of an in-doubt tensor that landed here already: confirmed again, its bytes skipped, not handed over.
@@ -397,12 +408,18 @@ final class InboundConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         // Another connection of the sender may have landed the same first send meanwhile: one of them is handed over.
-        if (!NO_DUPLICATE_WINDOW && !landedLately.add(header.firstMsb(), header.firstLsb(), System.nanoTime())) {
+        DuplicateWindow.Match landed = NO_DUPLICATE_WINDOW ? DuplicateWindow.Match.ABSENT
+            : landedLately.add(header.firstMsb(), header.firstLsb(), header.nbytes(), header.crc(), System.nanoTime());
+        if (landed != DuplicateWindow.Match.ABSENT) {
             claim.abort();
             claim = null;
-            budget.release(header.nbytes());
-            link.counters().duplicates.incrementAndGet();
-            confirm();
+            if (landed == DuplicateWindow.Match.SAME) {
+                budget.release(header.nbytes());
+                link.counters().duplicates.incrementAndGet();
+                confirm();
+            } else {
+                tellRefused(Refusal.NOT_THE_FIRST, true);
+            }
             header = null;
             state = State.HEADER;
             return;

@@ -97,7 +97,7 @@ public final class RemoteLink implements AutoCloseable {
     private final Dialer dialer; // our connections to other nodes' entities
     private final PendingTensors pending;
     private final Landings landings;
-    private final Reposts reposts = new Reposts();
+    private final Reposts reposts;
     private final InboundQueue inbound;
     private final ConnectionGate gate;
     private volatile RefusalListener refusals;
@@ -120,6 +120,7 @@ public final class RemoteLink implements AutoCloseable {
         this.pending = new PendingTensors(timeoutNs, counters, config);
         this.landings = new Landings(config.maxInFlightBytes(), config.maxInFlightTensors(),
             DUPLICATE_WINDOW_TIMEOUTS * timeoutNs);
+        this.reposts = new Reposts(DUPLICATE_WINDOW_TIMEOUTS * timeoutNs);
         this.inbound = new InboundQueue(entity, counters);
         this.arena = arena;
         this.carrier = new TcpCarrier(config);
@@ -234,9 +235,11 @@ public final class RemoteLink implements AutoCloseable {
      * in order, and a thread of the link's writes them once it is, or tells the listener of each one whose timeout
      * passed first ({@link RefusalListener#unreachable}).
      *
-     * @throws PeerUnavailableException when the entity cannot be reached and authenticated, or takes no data,
-     *                                  within the timeout; the tensors not sent yet stay in flight, as with a
-     *                                  local peer
+     * @throws PeerUnavailableException without a {@link RefusalListener}, when the entity cannot be reached and
+     *                                  authenticated, or takes no data, within the timeout; the tensors not sent
+     *                                  yet stay in flight, as with a local peer. With one, each tensor that could
+     *                                  not be handed over is told to it instead, and those handed over before
+     *                                  stay in flight: a tensor is decided on its own
      */
     public String send(String to, List<TensorDescriptor> descriptors) {
         if (closer.isClosed()) {
@@ -249,8 +252,22 @@ public final class RemoteLink implements AutoCloseable {
             return key;
         }
         synchronized (peer) {
-            for (TensorDescriptor d : descriptors) {
-                write(peer, d, key, System.nanoTime() + timeoutNs);
+            long deadline = System.nanoTime() + timeoutNs;
+            for (int k = 0; k < descriptors.size(); k++) {
+                try {
+                    write(peer, descriptors.get(k), key, deadline, null);
+                } catch (PeerUnavailableException e) {
+                    if (refusals == null) {
+                        throw e;
+                    }
+                    // Each tensor is decided on its own: those handed over before stay in flight (confirmed, or in
+                    // doubt at their timeout); this one and the rest never left, a definite failure each.
+                    for (int j = k; j < descriptors.size(); j++) {
+                        UUID u = descriptors.get(j).uuid();
+                        refusals.unreachable(peer.entity, u.getMostSignificantBits(), u.getLeastSignificantBits(), e);
+                    }
+                    break;
+                }
             }
             return key;
         }
@@ -259,15 +276,26 @@ public final class RemoteLink implements AutoCloseable {
     // Behind what waits already, all of one send together; the writer runs until the queue is empty.
     private void queue(Dialer.Peer peer, List<TensorDescriptor> descriptors, String key) {
         long deadline = System.nanoTime() + timeoutNs;
-        List<SendQueue.Queued> batch = descriptors.stream().map(d -> new SendQueue.Queued(d, key, deadline)).toList();
+        // Pending from now: a window that times out while they wait gives them up (a compare-and-set each), and
+        // the writer then never writes them; one the writer handed first is in doubt instead.
+        List<SendQueue.Queued> batch = descriptors.stream().map(d -> new SendQueue.Queued(d, key, deadline,
+            pending.add(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), peer.entity, key)))
+            .toList();
+        boolean queued = false;
         try {
-            if (!peer.queue.add(batch, deadline)) {
+            queued = peer.queue.add(batch, deadline);
+            if (!queued) {
                 throw new PeerUnavailableException(peer.entity, "entity=" + peer.entity + " took no data for the"
                     + " timeout: " + SendQueue.MAX_TENSORS + " tensors wait for its connection");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new PeerUnavailableException(peer.entity, "interrupted while sending to entity=" + peer.entity);
+        } finally {
+            if (!queued) {
+                descriptors.forEach(d -> pending.remove(d.uuid().getMostSignificantBits(),
+                    d.uuid().getLeastSignificantBits(), peer.entity));
+            }
         }
         peer.queue.drainOn(writers, q -> writeQueued(peer, q));
     }
@@ -279,7 +307,7 @@ public final class RemoteLink implements AutoCloseable {
         long lsb = d.uuid().getLeastSignificantBits();
         try {
             synchronized (peer) {
-                write(peer, d, q.key(), q.deadlineNs());
+                write(peer, d, q.key(), q.deadlineNs(), q.bytes());
             }
         } catch (PeerUnavailableException e) {
             refusals.unreachable(peer.entity, msb, lsb, e);
@@ -294,20 +322,22 @@ public final class RemoteLink implements AutoCloseable {
         return true;
     }
 
-    // One tensor on the peer's connection, made (and waited for) as needed; the caller holds the peer.
-    private void write(Dialer.Peer peer, TensorDescriptor d, String key, long deadline) {
+    // One tensor on the peer's connection, made (and waited for) as needed; the caller holds the peer. `queued`:
+    // its bytes' state since it was queued (pending already), or null for a tensor written as it is sent.
+    private void write(Dialer.Peer peer, TensorDescriptor d, String key, long deadline, PendingTensors.Bytes queued) {
         if (closer.isClosed()) {
             throw new IllegalStateException("the cross-node path is closed: entity=" + entity);
         }
         String to = peer.entity;
-        OutboundConnection connection = dialer.connection(peer, deadline);
         long msb = d.uuid().getMostSignificantBits();
         long lsb = d.uuid().getLeastSignificantBits();
-        // pending before a byte leaves: LANDED may be quick
-        PendingTensors.Bytes bytes = pending.add(msb, lsb, to, key);
-        ReceivedTensor view = heldView(d, msb, lsb);
+        ReceivedTensor view = null;
         boolean written = false;
         try {
+            OutboundConnection connection = dialer.connection(peer, deadline);
+            // pending before a byte leaves: LANDED may be quick
+            PendingTensors.Bytes bytes = queued != null ? queued : pending.add(msb, lsb, to, key);
+            view = heldView(d, msb, lsb);
             connection.write(d, reposts.firstOf(d.uuid()), view, bytes, deadline);
             written = true;
         } catch (InterruptedException e) {
@@ -315,7 +345,9 @@ public final class RemoteLink implements AutoCloseable {
             throw new PeerUnavailableException(to, "interrupted while sending to entity=" + to);
         } finally {
             if (!written) {
-                view.close();
+                if (view != null) {
+                    view.close();
+                }
                 pending.remove(msb, lsb, to);
             }
         }

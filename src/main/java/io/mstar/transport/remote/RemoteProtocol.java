@@ -59,7 +59,8 @@ final class RemoteProtocol {
     enum Refusal {
         NO_ROOM("the receiving node's arena had no room for it"),
         CORRUPTED("its bytes did not match its CRC32C on arrival"),
-        TOO_LARGE("it is larger than the receiving node lets one sender hold (MSTAR_REMOTE_MAX_INFLIGHT_MB there)");
+        TOO_LARGE("it is larger than the receiving node lets one sender hold (MSTAR_REMOTE_MAX_INFLIGHT_MB there)"),
+        NOT_THE_FIRST("a tensor of other bytes landed under the uuid it names as its first send: not a repeat of it");
 
         final String text;
 

@@ -16,8 +16,8 @@ import java.util.function.Predicate;
 final class SendQueue {
     static final int MAX_TENSORS = 2048;
 
-    /** One tensor to write, under the key it was reported with, by its deadline. */
-    record Queued(TensorDescriptor descriptor, String key, long deadlineNs) {
+    /** One tensor to write, under the key it was reported with, by its deadline; its bytes' state, pending since queued. */
+    record Queued(TensorDescriptor descriptor, String key, long deadlineNs, PendingTensors.Bytes bytes) {
     }
 
     private final ArrayDeque<Queued> queued = new ArrayDeque<>();
@@ -46,18 +46,31 @@ final class SendQueue {
 
     /**
      * Starts the writer on {@code executor} unless one runs: it writes each tensor in turn, oldest first, and ends
-     * when the queue is empty, or when {@code write} returns false (the link closes).
+     * when the queue is empty, or when {@code write} returns false (the link closes). A write that throws ends it
+     * too, its tensor left first in the queue: the next send starts a writer again.
      */
     void drainOn(Executor executor, Predicate<Queued> write) {
         if (startDraining()) {
             executor.execute(() -> {
-                for (Queued q; (q = next()) != null; done()) {
-                    if (!write.test(q)) {
-                        return;
+                boolean ended = false;
+                try {
+                    for (Queued q; (q = next()) != null; done()) {
+                        if (!write.test(q)) {
+                            break;
+                        }
+                    }
+                    ended = true;
+                } finally {
+                    if (!ended) {
+                        stopDraining(); // a write threw: its tensor stays first, for the writer the next send starts
                     }
                 }
             });
         }
+    }
+
+    private synchronized void stopDraining() {
+        draining = false;
     }
 
     private synchronized boolean startDraining() {

@@ -17,6 +17,7 @@ import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Two nodes with a real network between them: two network namespaces joined by a veth pair, each node's JVM
@@ -40,8 +41,9 @@ class NetnsNodesTest {
                 acks.toString());
             long deadline = System.nanoTime() + 120_000_000_000L;
             while (lines(received) < TENSORS / 5) {
-                assertTrue(System.nanoTime() < deadline && producer.process().isAlive(),
-                    "the first fifth never arrived:\n" + consumer.state() + "\n" + producer.state());
+                if (System.nanoTime() >= deadline || !producer.process().isAlive()) {
+                    fail("the first fifth never arrived:\n" + consumer.state() + "\n" + producer.state());
+                }
                 Thread.sleep(10);
             }
             link.down(); // mid-stream

@@ -16,6 +16,7 @@ import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Two nodes on one machine (two shared-memory directories, TCP on 127.0.0.1), a producer JVM on
@@ -44,8 +45,9 @@ class RemoteNodesTest {
                 Long.toString(SEED), acks.toString());
             long deadline = System.nanoTime() + 180_000_000_000L;
             while (lines(received1).size() < TENSORS / 5) {
-                assertTrue(System.nanoTime() < deadline && consumer.process().isAlive() && producer.process().isAlive(),
-                    "the first fifth never arrived:\n" + consumer.state() + "\n" + producer.state());
+                if (System.nanoTime() >= deadline || !consumer.process().isAlive() || !producer.process().isAlive()) {
+                    fail("the first fifth never arrived:\n" + consumer.state() + "\n" + producer.state());
+                }
                 Thread.sleep(10);
             }
             long killedAt = System.currentTimeMillis();

@@ -285,6 +285,64 @@ class HostilePeerTest {
         }
     }
 
+    /**
+     * A member of the deployment that names itself prefill (from prefill's address, with the secret) lands, first,
+     * a tensor of its own bytes under the uuid prefill's next tensor has. Prefill's tensor then repeats no tensor
+     * that landed (other bytes, the same first uuid): it is refused, never confirmed, so prefill is not told
+     * DELIVERED for bytes it did not deliver. Once, it was confirmed as a duplicate and its bytes skipped.
+     */
+    @Test
+    void aTensorUnderAUuidThatLandedWithOtherBytesIsRefusedNotConfirmed() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode"); Victim victim = Victim.open(nodes, "5");
+             Arena arena = Arena.ofShared()) {
+            Deployment a = Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S, "5"), "pipe", "prefill");
+            try (TensorTransport producer = TensorTransports.create(a, false);
+                 RoutedMailbox outbox = (RoutedMailbox) TensorTransports.mailbox(a, producer)) {
+                List<String> refused = java.util.Collections.synchronizedList(new ArrayList<>());
+                outbox.onRefused(new RemoteLink.RefusalListener() {
+                    @Override
+                    public void refused(String to, long msb, long lsb, String why) {
+                        refused.add(why);
+                    }
+
+                    @Override
+                    public void timedOut(String to, long msb, long lsb, boolean bytesLeft, String why) {
+                    }
+
+                    @Override
+                    public void unreachable(String to, long msb, long lsb,
+                                            io.mstar.transport.exceptions.PeerUnavailableException why) {
+                    }
+                });
+                List<TensorDescriptor> honest = producer.send("honest", List.of(RemoteLinkTest.pattern(arena, 4096, 1)));
+                UUID uuid = honest.getFirst().uuid();
+                try (Attacker impostor = new Attacker(victim.port()).authenticated("prefill")) {
+                    byte[] body = new byte[4096]; // not prefill's bytes
+                    java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+                    crc.update(body);
+                    impostor.send(tensorUnder(uuid, body.length, (int) crc.getValue()));
+                    impostor.send(body);
+                    waitFor(() -> victim.stats().tensorsReceived() >= 1, "the impostor's tensor never landed");
+                    outbox.sendDescriptors("decode", honest);
+                    waitFor(() -> !refused.isEmpty(), "prefill's tensor was confirmed as a repeat of the impostor's");
+                }
+                assertTrue(refused.getFirst().contains("other bytes"), refused.toString());
+                assertEquals(0, victim.stats().duplicates(), "confirmed as a repeat");
+                assertEquals(1, victim.delivered(200), "only the impostor's tensor reached the consumer");
+            }
+        }
+    }
+
+    // A TENSOR header naming `uuid` as its own and its first send's, of `nbytes` bytes whose CRC32C is `crc`.
+    private static byte[] tensorUnder(UUID uuid, int nbytes, int crc) {
+        byte[] id = "impostor".getBytes(StandardCharsets.UTF_8);
+        ByteBuffer b = ByteBuffer.allocate(RemoteProtocol.TENSOR_FIXED - 1 + 8 + id.length).order(ByteOrder.LITTLE_ENDIAN);
+        b.putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits())
+            .putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()).putLong(nbytes).putInt(crc)
+            .put((byte) DType.U8.code()).put((byte) 1).putShort((short) id.length).putLong(nbytes).put(id);
+        return Attacker.frame(RemoteProtocol.TENSOR, b.array());
+    }
+
     @Test
     void aFloodOfConnectionsIsCappedAndTheHonestStreamGoesOn() throws Exception {
         // A timeout of 10 s (5 s for a handshake): the connections over the cap must be refused at once.

@@ -408,6 +408,69 @@ class RemoteLinkTest {
         }
     }
 
+    /**
+     * A batch whose later tensor cannot be written in time (the other node's arena is full and its consumer reads
+     * nothing): each tensor is decided on its own. The send does not throw for the batch; the tensors from the one
+     * that waited past the deadline on are told unreachable (never handed over: a definite failure), and those
+     * handed over before are not (once, all of them were, so a tensor the consumer's handler saw was told a
+     * definite failure and a retry handed it over twice).
+     */
+    @Test
+    void aBatchWhoseLaterTensorCannotBeWrittenInTimeFailsOnlyTheTensorsNeverHandedOver() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode"); Arena arena = Arena.ofShared();
+             TensorTransport producer = TensorTransports.create(Deployment.of(nodes.config(true,
+                 RemoteConfig.TIMEOUT_S, "2"), "pipe", "prefill"), false);
+             TensorTransport consumer = TensorTransports.create(smallStrictDecode(nodes), false)) {
+            RoutedMailbox outbox = (RoutedMailbox) TensorTransports.mailbox(Deployment.of(nodes.config(true,
+                RemoteConfig.TIMEOUT_S, "2"), "pipe", "prefill"), producer);
+            TensorChannel inbox = TensorTransports.mailbox(smallStrictDecode(nodes)); // its landings wait for room
+            List<UUID> unreachable = java.util.Collections.synchronizedList(new ArrayList<>());
+            outbox.onRefused(new RemoteLink.RefusalListener() {
+                @Override
+                public void refused(String to, long msb, long lsb, String why) {
+                }
+
+                @Override
+                public void timedOut(String to, long msb, long lsb, boolean bytesLeft, String why) {
+                }
+
+                @Override
+                public void unreachable(String to, long msb, long lsb, PeerUnavailableException why) {
+                    unreachable.add(new UUID(msb, lsb));
+                }
+            });
+            try {
+                assertTrue(outbox.awaitPeer("decode", Duration.ofSeconds(20)));
+                outbox.sendDescriptors("decode", producer.send("warm", List.of(pattern(arena, 4096, 0))));
+                AtomicInteger acked = new AtomicInteger();
+                long deadline = System.nanoTime() + 20_000_000_000L;
+                while (acked.get() == 0 && System.nanoTime() < deadline) { // landed: the connection is up, its queue
+                    outbox.receive(ackListener(producer, acked), Duration.ofMillis(50)); // empty: the batch goes directly
+                }
+                assertEquals(1, acked.get(), "the first tensor never landed");
+                List<Tensor> batch = new ArrayList<>();
+                for (int i = 0; i < 24; i++) {
+                    batch.add(pattern(arena, 1 << 20, i));
+                }
+                List<TensorDescriptor> sent = producer.send("batch", batch);
+                outbox.sendDescriptors("decode", sent); // old: PeerUnavailableException for the whole batch
+                List<UUID> uuids = sent.stream().map(TensorDescriptor::uuid).toList();
+                assertTrue(!unreachable.isEmpty() && unreachable.size() < uuids.size(), "some tensors were handed"
+                    + " over, the rest were not: unreachable " + unreachable.size() + " of " + uuids.size());
+                assertEquals(uuids.subList(uuids.size() - unreachable.size(), uuids.size()), unreachable,
+                    "the tensors told unreachable are the batch's last, each once, in order");
+            } finally {
+                inbox.close();
+                outbox.close();
+            }
+        }
+    }
+
+    private static Deployment smallStrictDecode(TwoNodes nodes) {
+        return Deployment.of(nodes.config(false, TransportConfig.SEGMENT_MB, "2", TransportConfig.MAX_SEGMENTS, "1",
+            TransportConfig.SPILL, "0"), "pipe", "decode");
+    }
+
     static TensorChannel.Listener ackListener(TensorTransport producer, AtomicInteger acked) {
         return new TensorChannel.Listener() {
             @Override
