@@ -13,8 +13,8 @@ public interface Delivery {
     enum Status { PENDING, DELIVERED, FAILED }
 
     /**
-     * Why a tensor was not delivered. Every failure but {@link #IN_DOUBT} is definite: the consumer's handler
-     * never saw the tensor and never will ({@link #isDefinite}); send it again if it matters.
+     * Why a tensor was not delivered. Every failure but {@link #IN_DOUBT} and {@link #PARTIAL} is definite: the
+     * consumer's handler never saw the tensor and never will ({@link #isDefinite}); send it again if it matters.
      */
     enum Failure {
         /** A consumer on this node died before ACKing it (its space is freed). */
@@ -43,11 +43,20 @@ public interface Delivery {
          * The consumer's node refused this node's connection in its handshake: another secret, or its map does
          * not place this entity at this address ({@code PeerRejectedException} says which).
          */
-        REJECTED;
+        REJECTED,
+        /**
+         * Not a definite failure: a fan-out's tensor that some of its consumers never will have (the detail names
+         * one and why; {@link #CONSUMER_DIED}, {@link #REMOTE_TIMEOUT} or {@link #REFUSED} for it) while the
+         * others ACKed it. Send it again to the ones that failed only: the others handled it.
+         */
+        PARTIAL;
 
-        /** Whether the consumer's handler certainly never saw the tensor: every failure but {@link #IN_DOUBT}. */
+        /**
+         * Whether the consumer's handler certainly never saw the tensor: every failure but {@link #IN_DOUBT} and
+         * {@link #PARTIAL}.
+         */
         public boolean isDefinite() {
-            return this != IN_DOUBT;
+            return this != IN_DOUBT && this != PARTIAL;
         }
     }
 

@@ -90,7 +90,7 @@ final class Endpoint implements TensorEndpoint {
             routed.onRefused(new RemoteLink.RefusalListener() {
                 @Override
                 public void refused(String consumer, long msb, long lsb, String why) { // reported and freed at once
-                    outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, why);
+                    outcomes.refused(msb, lsb, consumer, Delivery.Failure.REFUSED, why);
                     transport.records().refused(consumer, msb, lsb); // decides it (freed)
                 }
 
@@ -102,7 +102,7 @@ final class Endpoint implements TensorEndpoint {
                 @Override
                 public void timedOut(String consumer, long msb, long lsb, boolean bytesLeft, String why) {
                     // the reason only: the tensor is decided as the transport frees it, as a gone consumer's
-                    outcomes.refused(msb, lsb, bytesLeft ? Delivery.Failure.IN_DOUBT : Delivery.Failure.REMOTE_TIMEOUT,
+                    outcomes.refused(msb, lsb, consumer, bytesLeft ? Delivery.Failure.IN_DOUBT : Delivery.Failure.REMOTE_TIMEOUT,
                         why);
                 }
             });
@@ -158,7 +158,7 @@ final class Endpoint implements TensorEndpoint {
         try {
             for (TensorDescriptor d : descriptors) { // before the descriptors go: their ACKs may come back at once
                 outcomes.track(d.uuid().getMostSignificantBits(), d.uuid().getLeastSignificantBits(), requestId,
-                    delivery, consumer);
+                    delivery, consumer, fanOut ? to : null);
                 tracked++;
             }
             channel.sendDescriptors(to, descriptors);
@@ -263,7 +263,7 @@ final class Endpoint implements TensorEndpoint {
         boolean tracked = false;
         try {
             if (delivery != null || outcomes.tellsEveryTensor()) {
-                outcomes.track(msb, lsb, requestId, delivery, to);
+                outcomes.track(msb, lsb, requestId, delivery, to, null);
                 tracked = true;
             }
             records.sendDescriptorRecord(to, record, 0, length);
@@ -303,7 +303,7 @@ final class Endpoint implements TensorEndpoint {
     // A tensor that never reached its consumer: failed, then freed (its ACK finds it decided).
     private void refuse(long msb, long lsb, PeerUnavailableException e) {
         if (e instanceof PeerRejectedException) {
-            outcomes.refused(msb, lsb, Delivery.Failure.REJECTED, e.getMessage());
+            outcomes.refused(msb, lsb, e.entity(), Delivery.Failure.REJECTED, e.getMessage());
         } else {
             outcomes.refused(msb, lsb, e.entity(), e.getMessage());
         }

@@ -323,7 +323,7 @@ final class MailboxReading {
 
         @Override
         public void refused(String from, long msb, long lsb) {
-            outcomes.refused(msb, lsb, Delivery.Failure.REFUSED, "consumer " + from + " refused it: its slot was"
+            outcomes.refused(msb, lsb, from, Delivery.Failure.REFUSED, "consumer " + from + " refused it: its slot was"
                 + " reused before it was read (counted in that consumer's staleReads)");
             transport.records().refused(from, msb, lsb);
         }

@@ -9,6 +9,7 @@ import io.mstar.transport.acks.TensorFates;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -75,12 +76,12 @@ final class Outcomes {
      *
      * @throws IllegalStateException when the endpoint closed: the caller frees the tensor and throws
      */
-    void track(long msb, long lsb, String requestId, DeliveryHandle delivery, String consumer) {
+    void track(long msb, long lsb, String requestId, DeliveryHandle delivery, String consumer, List<String> fanOut) {
         synchronized (sent) {
             if (closed) {
                 throw new IllegalStateException("endpoint is closed: requestId=" + requestId + " not sent");
             }
-            sent.track(msb, lsb, requestId, delivery, consumer);
+            sent.track(msb, lsb, requestId, delivery, consumer, fanOut);
         }
     }
 
@@ -117,14 +118,14 @@ final class Outcomes {
      * out, a local one refused. Decided when the transport frees it.
      */
     void refused(long msb, long lsb, String consumer, String why) {
-        refused(msb, lsb, consumer != null && config.remote().isRemote(consumer)
+        refused(msb, lsb, consumer, consumer != null && config.remote().isRemote(consumer)
             ? Delivery.Failure.REMOTE_TIMEOUT : Delivery.Failure.REFUSED, why);
     }
 
     /** As {@link #refused(long, long, String, String)}, with the failure known: IN_FLIGHT, failing. */
-    void refused(long msb, long lsb, Delivery.Failure failure, String why) {
+    void refused(long msb, long lsb, String consumer, Delivery.Failure failure, String why) {
         synchronized (sent) {
-            sent.fail(msb, lsb, failure, why);
+            sent.fail(msb, lsb, failure, why, consumer == null ? null : entityOf(consumer));
         }
     }
 
@@ -139,7 +140,7 @@ final class Outcomes {
         String detail;
         synchronized (sent) {
             if (fate == TensorFates.Fate.SHARE_LOST) {
-                sent.fail(msb, lsb, failureOf(consumer), deathOf(consumer));
+                sent.fail(msb, lsb, failureOf(consumer), deathOf(consumer), consumer == null ? null : entityOf(consumer));
                 return;
             }
             if (!sent.remove(msb, lsb)) {
@@ -155,6 +156,10 @@ final class Outcomes {
             } else if (failure == null && fate == TensorFates.Fate.EXPIRED) {
                 failure = Delivery.Failure.EXPIRED;
                 detail = "no ACK within " + TransportConfig.SLOT_TTL_S + "=" + config.slotTtl().toSeconds() + " s";
+            } else if (failure != null && fate == TensorFates.Fate.ACKED && sent.removedPartly) {
+                // The fan-out's other consumers ACKed it: a definite failure would have a retry handled twice there.
+                failure = Delivery.Failure.PARTIAL;
+                detail = "the other consumers of the fan-out ACKed it; " + detail;
             }
             if (listener != null) {
                 decided.add(sent.removedRequestId, msb, lsb, failure, detail);
@@ -229,7 +234,7 @@ final class Outcomes {
             closed = true;
             uuids = sent.uuids();
             for (int k = 0; k < uuids.length; k += 2) {
-                sent.fail(uuids[k], uuids[k + 1], Delivery.Failure.CLOSED, "the endpoint closed first");
+                sent.fail(uuids[k], uuids[k + 1], Delivery.Failure.CLOSED, "the endpoint closed first", null);
             }
         }
         for (int k = 0; k < uuids.length; k += 2) {

@@ -317,6 +317,48 @@ class EndpointTest {
         }
     }
 
+    /**
+     * A fan-out whose one consumer handled the tensor and whose other never will is told PARTIAL (not definite),
+     * naming the one that failed: a definite failure would have a retry handled twice by the first.
+     */
+    @Test
+    void aFanOutThatReachedOneConsumerButNotTheOtherIsPartlyDeliveredNotADefiniteFailure() throws Exception {
+        try (TensorEndpoint reader = TensorEndpoint.open(deployment("reader"));
+             TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), outcomes)) {
+            Delivery delivery = producer.send(List.of("reader", "nobody"), "request-1", filled(4096, 1));
+            assertEquals(1, reader.receive(tensor -> { }, Duration.ofSeconds(20)), "the reader handles it");
+            assertEquals(Delivery.Status.FAILED, delivery.await(Duration.ofSeconds(20)), delivery.toString());
+            assertEquals(Delivery.Failure.PARTIAL, delivery.failure(), delivery.toString());
+            assertTrue(!delivery.failure().isDefinite() && delivery.detail().contains("nobody"), delivery.detail());
+            assertEquals(List.of("request-1 PARTIAL"), outcomes.awaitFailures(1));
+            assertEquals(0, producer.transport().statsSummary().inFlight());
+        }
+    }
+
+    // An entity on node A that reaches no other node: node A's directory, no cross-node settings.
+    private static Deployment localTo(TwoNodes nodes, String entity) {
+        Map<String, String> env = new HashMap<>(nodes.env(true));
+        env.keySet().removeIf(name -> name.startsWith("MSTAR_REMOTE_"));
+        return Deployment.of(TransportConfig.from(env::get), "pipe", entity);
+    }
+
+    /** The same across nodes: the remote consumer takes nothing within the timeout, the local one handled it. */
+    @Test
+    void aFanOutWhoseRemoteConsumerTimesOutIsPartlyDeliveredWhenTheLocalOneHandledIt() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             TensorEndpoint reader = TensorEndpoint.open(localTo(nodes, "reader"));
+             TensorEndpoint producer = TensorEndpoint.open(Deployment.of(nodes.config(true, RemoteConfig.TIMEOUT_S, "1"),
+                 "pipe", "prefill"), outcomes)) {
+            Delivery delivery = producer.send(List.of("reader", "decode"), "request-1", filled(1 << 20, 1));
+            assertEquals(1, reader.receive(tensor -> { }, Duration.ofSeconds(20)), "the reader handles it");
+            assertEquals(Delivery.Status.FAILED, delivery.await(Duration.ofSeconds(30)), delivery.toString());
+            assertEquals(Delivery.Failure.PARTIAL, delivery.failure(), delivery.toString());
+            assertTrue(delivery.detail().contains("decode"), delivery.detail());
+            assertEquals(List.of("request-1 PARTIAL"), outcomes.awaitFailures(1));
+            assertEquals(0, producer.transport().statsSummary().inFlight());
+        }
+    }
+
     @Test
     void aRemoteNodeThatTakesNothingTimesTheTensorOut() throws Exception {
         try (TwoNodes nodes = new TwoNodes("prefill", "decode");

@@ -64,7 +64,7 @@ class OutcomesModelCheckTest {
             }
             if (outcomes != null && postsLeft > 0) { // a request loop: each outcome posts the next tensor
                 long next = 100 + postsLeft--;
-                outcomes.track(0, next, "p" + next, null, "c");
+                outcomes.track(0, next, "p" + next, null, "c", null);
                 outcomes.freed(0, next, TensorFates.Fate.ACKED, null); // its ACK came at once
                 outcomes.tellDecided(MailboxReading.APPLICATION_TELLS); // as the post's reading tells
             }
@@ -108,8 +108,8 @@ class OutcomesModelCheckTest {
         check(() -> {
             Heard heard = new Heard(false);
             Outcomes outcomes = new Outcomes(heard, CONFIG, new OutcomeQueue(oneTeller));
-            outcomes.track(0, 1, "t1", null, "c");
-            outcomes.track(0, 2, "t2", null, "c");
+            outcomes.track(0, 1, "t1", null, "c", null);
+            outcomes.track(0, 2, "t2", null, "c", null);
             Thread ackReader = start(() -> {
                 outcomes.freed(0, 1, TensorFates.Fate.ACKED, null);
                 outcomes.freed(0, 2, TensorFates.Fate.ACKED, null);
@@ -130,7 +130,7 @@ class OutcomesModelCheckTest {
             Outcomes outcomes = new Outcomes(heard, CONFIG, new OutcomeQueue(oneTeller));
             heard.outcomes = outcomes;
             heard.postsLeft = 2;
-            outcomes.track(0, 1, "t1", null, "c");
+            outcomes.track(0, 1, "t1", null, "c", null);
             Thread ackReader = start(() -> {
                 outcomes.freed(0, 1, TensorFates.Fate.ACKED, null);
                 outcomes.tellDecided(Integer.MAX_VALUE);
@@ -158,8 +158,8 @@ class OutcomesModelCheckTest {
         check(() -> {
             Heard heard = new Heard(true);
             Outcomes outcomes = new Outcomes(heard, CONFIG, new OutcomeQueue(true));
-            outcomes.track(0, 1, "t1", null, "c");
-            outcomes.track(0, 2, "t2", null, "c");
+            outcomes.track(0, 1, "t1", null, "c", null);
+            outcomes.track(0, 2, "t2", null, "c", null);
             Thread poller = start(() -> {
                 outcomes.freed(0, 1, TensorFates.Fate.ACKED, null);
                 outcomes.poll(1);
@@ -179,7 +179,7 @@ class OutcomesModelCheckTest {
         check(() -> {
             Heard heard = new Heard(false);
             Outcomes outcomes = new Outcomes(heard, CONFIG, new OutcomeQueue(true));
-            outcomes.track(0, 1, "t1", null, "c");
+            outcomes.track(0, 1, "t1", null, "c", null);
             boolean[] untracked = new boolean[1];
             Thread sender = start(() -> untracked[0] = outcomes.untrack(0, 1)); // its send threw
             Thread closer = start(outcomes::closed);
@@ -195,13 +195,13 @@ class OutcomesModelCheckTest {
         check(() -> {
             Heard heard = new Heard(false);
             Outcomes outcomes = new Outcomes(heard, CONFIG, new OutcomeQueue(true));
-            outcomes.track(0, 1, "t1", null, "c");
+            outcomes.track(0, 1, "t1", null, "c", null);
             Thread ack = start(() -> {
                 outcomes.freed(0, 1, TensorFates.Fate.ACKED, null);
                 outcomes.tellDecided(Integer.MAX_VALUE);
             });
             Thread timeout = start(() -> {
-                outcomes.refused(0, 1, Delivery.Failure.REMOTE_TIMEOUT, "no confirmation");
+                outcomes.refused(0, 1, "c", Delivery.Failure.REMOTE_TIMEOUT, "no confirmation");
                 outcomes.freed(0, 1, TensorFates.Fate.EXPIRED, null);
                 outcomes.tellDecided(MailboxReading.APPLICATION_TELLS);
             });
