@@ -18,31 +18,34 @@ import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * Aeron IPC: the consumer's JVM embeds the media driver (shared threading mode, as suits two cores), which
- * over IPC only moves the publications' limits and so sleeps 1 ms between duty cycles; every loop of the
- * producer and the consumer idles with Aeron's own default backoff ({@code BackoffIdleStrategy(100, 10, 1 us,
- * 100 us)}) and the consumer polls up to 64 fragments at a time (measured best of the switches below, quiet, 4
- * KiB: 0.90 GB/s against 0.11 with the driver and the loops on the library's backoff); payloads go on one IPC
- * stream (term length 128 MiB, so a 16 MiB payload is one message), one-byte ACKs come back on another.
- * Switches: {@code -Dxbench.aeronIdle=aeron|park|backoff|yield|spin}, {@code -Dxbench.aeronDriverIdle=sleep|backoff},
- * {@code -Dxbench.aeronThreading=SHARED|DEDICATED}, {@code -Dxbench.aeronFragments=N}. The producer fills its own buffer and
+ * Aeron IPC as Aeron's samples run it: the consumer's JVM embeds the media driver ({@code ThreadingMode.SHARED},
+ * as suits two cores); the driver and every loop of the producer and the consumer idle with Aeron's own default
+ * backoff ({@code BackoffIdleStrategy(100, 10, 1 us, 100 us)}). Over IPC the driver's conductor moves each
+ * publication's limit from its subscribers' positions, so a driver that sleeps throttles the publisher: the
+ * sleeping driver this peer once ran (1 ms) measured the sleep, not Aeron. The consumer polls up to 16 fragments
+ * at a time; payloads go on one IPC stream (term length 128 MiB, so a 16 MiB payload is one message) through an
+ * exclusive publication, 16-byte ACKs come back on another (term length 64 KiB).
+ * Switches: {@code -Dxbench.aeronIdle=aeron|park|backoff|yield|spin}, {@code -Dxbench.aeronDriverIdle=aeron|sleep}
+ * (sleep: the old 1 ms driver, for comparison), {@code -Dxbench.aeronThreading=SHARED|DEDICATED},
+ * {@code -Dxbench.aeronFragments=N}. The producer fills its own buffer and
  * {@code offer}s it (one copy into the log, as the arena's send path copies into a slot); the consumer
  * reads the payload in place (or as Aeron reassembled it) and checks every byte. The producer polls its ACKs
  * in its own duty cycle, as Aeron's users do.
  */
 final class AeronPeer {
     private static final String DATA = "aeron:ipc?term-length=128m";
-    private static final String ACKS = "aeron:ipc";
+    private static final String ACKS = "aeron:ipc?term-length=64k";
+    private static final int ACK_BYTES = 16; // a uuid, as the library's ACK
     private static final int DATA_STREAM = 1001;
     private static final int ACK_STREAM = 1002;
 
     private AeronPeer() {
     }
 
-    // The embedded driver's: over IPC it only moves the publications' limits and cleans up, so it may sleep.
+    // The embedded driver's: Aeron's default backoff, as its samples run it (never a sleeping driver).
     private static IdleStrategy driverIdle() {
-        return System.getProperty("xbench.aeronDriverIdle", "sleep").equals("sleep")
-            ? new org.agrona.concurrent.SleepingMillisIdleStrategy(1) : idle();
+        return System.getProperty("xbench.aeronDriverIdle", "aeron").equals("sleep")
+            ? new org.agrona.concurrent.SleepingMillisIdleStrategy(1) : new BackoffIdleStrategy(100, 10, 1_000, 100_000);
     }
 
     static IdleStrategy idle() {
@@ -81,7 +84,7 @@ final class AeronPeer {
              Subscription data = aeron.addSubscription(DATA, DATA_STREAM);
              Publication acks = aeron.addExclusivePublication(ACKS, ACK_STREAM)) {
             System.out.println("READY");
-            UnsafeBuffer ack = new UnsafeBuffer(new byte[1]);
+            UnsafeBuffer ack = new UnsafeBuffer(new byte[ACK_BYTES]);
             IdleStrategy idle = idle();
             FragmentHandler handler = new FragmentAssembler((buffer, offset, length, header) -> {
                 if (length == 1) {
@@ -89,13 +92,13 @@ final class AeronPeer {
                 } else {
                     verifier.check(segment(buffer, offset, length));
                 }
-                while (acks.offer(ack, 0, 1) < 0) {
+                while (acks.offer(ack, 0, ACK_BYTES) < 0) {
                     idle.idle();
                 }
                 idle.reset();
             });
             IdleStrategy pollIdle = idle();
-            int fragments = Integer.getInteger("xbench.aeronFragments", 64);
+            int fragments = Integer.getInteger("xbench.aeronFragments", 16);
             while (!done.get()) {
                 pollIdle.idle(data.poll(handler, fragments));
             }
