@@ -50,6 +50,19 @@ pair MODULE_PATH quickstart.Consumer quickstart.Producer
 pair CLASS_PATH quickstart.FastConsumer quickstart.FastProducer 100000
 pair MODULE_PATH quickstart.FastConsumer quickstart.FastProducer 100000
 
+# Python beside the JVM: the same producer into a Python consumer, with the package the first command installed
+# in target/python-venv (python/venv.sh says what it needs where it made none).
+PYTHON=../../target/python-venv/bin/python
+if [[ -x $PYTHON ]]; then
+  "$PYTHON" fast_consumer.py 100000 & python_pid=$!
+  "$JAVA" "${CLASS_PATH[@]}" quickstart.FastProducer 100000
+  wait "$python_pid"
+  left=$(ls "$MSTAR_SHM_DIR"); [[ -z $left ]] || { echo "files left in $MSTAR_SHM_DIR: $left"; exit 1; }
+  echo "ok: fast_consumer.py and quickstart.FastProducer, Python beside the JVM"
+else
+  echo "skipped: Python beside the JVM (no $PYTHON; see python/venv.sh)"
+fi
+
 # The operator's command from a project that only depends on the artifact: its main class on the class path.
 "$JAVA" "${CLASS_PATH[@]}" io.mstar.transport.cli.MstarShm --version
 "$JAVA" "${CLASS_PATH[@]}" io.mstar.transport.cli.MstarShm stats --json > /dev/null && echo "ok: mstar-shm stats from the dependency"

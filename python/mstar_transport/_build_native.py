@@ -1,0 +1,239 @@
+"""Builds mstar_transport._native: the few things Python cannot do itself on shared memory (atomics, fences,
+the futex, open-file-description locks). Run by setup.py at install time (cffi API mode)."""
+from cffi import FFI
+
+CDEF = """
+int64_t mst_load_acquire64(uintptr_t address);
+void mst_store_release64(uintptr_t address, int64_t value);
+int32_t mst_load_acquire32(uintptr_t address);
+void mst_store_release32(uintptr_t address, int32_t value);
+int mst_cas64(uintptr_t address, int64_t expected, int64_t desired);
+int32_t mst_exchange32(uintptr_t address, int32_t value);
+void mst_full_fence(void);
+void mst_acquire_fence(void);
+void mst_release_fence(void);
+int mst_futex_wait(uintptr_t address, int32_t expected, int64_t timeout_ns);
+int mst_futex_wake(uintptr_t address);
+int mst_ofd_lock(int fd, int64_t start, int64_t length, int lock_type);
+int mst_ofd_locked(int fd, int64_t start, int64_t length);
+void mst_copy(uintptr_t to, uintptr_t from, int64_t length);
+void mst_zero(uintptr_t address, int64_t length);
+int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length);
+int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out, int32_t out_capacity,
+                  int32_t limit, int32_t *records);
+"""
+
+SOURCE = r"""
+#include <stdint.h>
+#include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
+
+/* Loads and stores of aligned words with the orderings the format names (docs/format.md, section 1). */
+int64_t mst_load_acquire64(uintptr_t a) { return __atomic_load_n((int64_t *) a, __ATOMIC_ACQUIRE); }
+void mst_store_release64(uintptr_t a, int64_t v) { __atomic_store_n((int64_t *) a, v, __ATOMIC_RELEASE); }
+int32_t mst_load_acquire32(uintptr_t a) { return __atomic_load_n((int32_t *) a, __ATOMIC_ACQUIRE); }
+void mst_store_release32(uintptr_t a, int32_t v) { __atomic_store_n((int32_t *) a, v, __ATOMIC_RELEASE); }
+
+/* The ring's claim: compare-and-swap on the tail position. */
+int mst_cas64(uintptr_t a, int64_t expected, int64_t desired) {
+    return __atomic_compare_exchange_n((int64_t *) a, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+/* The doorbell's exchange: a full fence as well. */
+int32_t mst_exchange32(uintptr_t a, int32_t v) { return __atomic_exchange_n((int32_t *) a, v, __ATOMIC_SEQ_CST); }
+
+void mst_full_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void mst_acquire_fence(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+void mst_release_fence(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+
+/* A shared futex (the word is in a MAP_SHARED file): 0 when woken or the word differed, -1 with errno else. */
+int mst_futex_wait(uintptr_t a, int32_t expected, int64_t timeout_ns) {
+    struct timespec t = { timeout_ns / 1000000000LL, timeout_ns % 1000000000LL };
+    long r = syscall(SYS_futex, (int32_t *) a, FUTEX_WAIT, expected, &t, NULL, 0);
+    return r == 0 || errno == EAGAIN || errno == EINTR || errno == ETIMEDOUT ? 0 : -1;
+}
+
+int mst_futex_wake(uintptr_t a) { return (int) syscall(SYS_futex, (int32_t *) a, FUTEX_WAKE, INT_MAX, NULL, NULL, 0); }
+
+/* Open-file-description locks on a byte range: 1 taken, 0 held by another, -1 with errno. */
+int mst_ofd_lock(int fd, int64_t start, int64_t length, int lock_type) {
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = (short) lock_type;
+    l.l_whence = SEEK_SET;
+    l.l_start = start;
+    l.l_len = length;
+    if (fcntl(fd, F_OFD_SETLK, &l) == 0) return 1;
+    return errno == EAGAIN || errno == EACCES ? 0 : -1;
+}
+
+/* Whether another open file holds a lock on any of the bytes: 1, 0, or -1 with errno. */
+int mst_ofd_locked(int fd, int64_t start, int64_t length) {
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = F_WRLCK;
+    l.l_whence = SEEK_SET;
+    l.l_start = start;
+    l.l_len = length;
+    if (fcntl(fd, F_OFD_GETLK, &l) != 0) return -1;
+    return l.l_type != F_UNLCK;
+}
+
+void mst_copy(uintptr_t to, uintptr_t from, int64_t n) { memcpy((void *) to, (const void *) from, (size_t) n); }
+void mst_zero(uintptr_t a, int64_t n) { memset((void *) a, 0, (size_t) n); }
+
+/* Agrona's many-to-one ring (docs/format.md, section 7): the trailer's fields follow the records. */
+#define TAIL 128
+#define HEAD_CACHE 256
+#define HEAD 384
+#define HEADER 8
+#define PADDING_TYPE (-1)
+#define ALIGN8(n) (((n) + 7) & ~7)
+
+static int32_t *word32(uintptr_t ring, int32_t index) { return (int32_t *) (ring + (uint32_t) index); }
+static int64_t *word64(uintptr_t ring, int32_t capacity, int32_t field) { return (int64_t *) (ring + (uint32_t) capacity + field); }
+
+/* Writes one record as Agrona's ManyToOneRingBuffer.write does: 1 written, 0 no room now, -1 too long. */
+int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length) {
+    if (length < 0 || length > capacity / 8 || type < 1) return -1;
+    int32_t record_length = length + HEADER;
+    int32_t required = ALIGN8(record_length);
+    int64_t *tail_at = word64(ring, capacity, TAIL);
+    int64_t *head_cache_at = word64(ring, capacity, HEAD_CACHE);
+    int64_t *head_at = word64(ring, capacity, HEAD);
+    int32_t mask = capacity - 1;
+    int64_t head = __atomic_load_n(head_cache_at, __ATOMIC_ACQUIRE);
+    int64_t tail;
+    int32_t tail_index, padding;
+    do {
+        tail = __atomic_load_n(tail_at, __ATOMIC_ACQUIRE);
+        if (required > capacity - (int32_t) (tail - head)) {
+            head = __atomic_load_n(head_at, __ATOMIC_ACQUIRE);
+            if (required > capacity - (int32_t) (tail - head)) return 0;
+            __atomic_store_n(head_cache_at, head, __ATOMIC_RELEASE);
+        }
+        padding = 0;
+        tail_index = (int32_t) tail & mask;
+        int32_t to_end = capacity - tail_index;
+        if (required > to_end) {
+            int32_t head_index = (int32_t) head & mask;
+            if (required > head_index) {
+                head = __atomic_load_n(head_at, __ATOMIC_ACQUIRE);
+                head_index = (int32_t) head & mask;
+                if (required > head_index) return 0;
+                __atomic_store_n(head_cache_at, head, __ATOMIC_RELEASE);
+            }
+            padding = to_end;
+        }
+    } while (!__atomic_compare_exchange_n(tail_at, &tail, tail + required + padding, 0, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST));
+    if (padding != 0) {
+        __atomic_store_n(word32(ring, tail_index), -padding, __ATOMIC_RELEASE);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        *word32(ring, tail_index + 4) = PADDING_TYPE;
+        __atomic_store_n(word32(ring, tail_index), padding, __ATOMIC_RELEASE);
+        tail_index = 0;
+    }
+    __atomic_store_n(word32(ring, tail_index), -record_length, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy((void *) (ring + (uint32_t) tail_index + HEADER), message, (size_t) length);
+    *word32(ring, tail_index + 4) = type;
+    __atomic_store_n(word32(ring, tail_index), record_length, __ATOMIC_RELEASE);
+    return 1;
+}
+
+static int known_type(int32_t type, int32_t length) {
+    return (type >= 1 && type <= 3) || type == PADDING_TYPE || (length < 0 && type == 0);
+}
+
+static int fits(int64_t length, int64_t remaining) {
+    return length >= HEADER && length <= remaining && ALIGN8(length) <= remaining;
+}
+
+static int32_t next_header(uintptr_t ring, int32_t from, int32_t end) {
+    for (int32_t q = from; q < end; q += 8) {
+        int32_t length = __atomic_load_n(word32(ring, q), __ATOMIC_ACQUIRE);
+        int32_t magnitude = length < 0 ? -length : length;
+        if (length != 0 && fits(magnitude, end - q) && known_type(*word32(ring, q + 4), length)) return q;
+    }
+    return -1;
+}
+
+/*
+ * Reads published records as the JVM's RingReader does, believing no length: records of types 1..3 are copied to
+ * `out` as (i32 type, i32 length, bytes padded to 8); padding and unknown types are skipped; garbage is stepped
+ * over to the next possible header. Read space is zeroed and the head released. state: [0] the reader's own head,
+ * [1] 1 while a resync stopped on zeros, [2] records skipped, [3] bytes skipped. Returns the bytes written to
+ * `out`; *records, how many records.
+ */
+int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out, int32_t out_capacity,
+                  int32_t limit, int32_t *records) {
+    int64_t head = state[0];
+    int32_t head_index = (int32_t) head & (capacity - 1);
+    *records = 0;
+    if (__atomic_load_n(word32(ring, head_index), __ATOMIC_ACQUIRE) == 0 && !state[1]) return 0;
+    int64_t claimed = __atomic_load_n(word64(ring, capacity, TAIL), __ATOMIC_ACQUIRE) - head;
+    if (claimed <= 0) return 0;
+    int32_t end = (int32_t) (claimed < capacity - head_index ? claimed : capacity - head_index);
+    int32_t read = 0, written = 0;
+    while (read < end && *records < limit) {
+        int32_t index = head_index + read;
+        int32_t remaining = end - read;
+        int32_t length = __atomic_load_n(word32(ring, index), __ATOMIC_ACQUIRE);
+        if (length == 0 && state[1]) {
+            int32_t next = next_header(ring, index, head_index + end);
+            if (next < 0) break;
+            state[2]++; state[3] += next - index;
+            read += next - index;
+            state[1] = 0;
+            continue;
+        }
+        if (length == 0 || (length < 0 && fits(-(int64_t) length, remaining))) break; /* claimed, not yet published */
+        int32_t type = *word32(ring, index + 4);
+        if (!fits(length, remaining)) {
+            int32_t q = next_header(ring, index + 8, head_index + end);
+            if (q < 0) {
+                q = index + 8;
+                while (q < head_index + end && __atomic_load_n(word32(ring, q), __ATOMIC_ACQUIRE) != 0) q += 8;
+                state[1] = q < head_index + end;
+            }
+            state[2]++; state[3] += q - index;
+            read += q - index;
+            continue;
+        }
+        if (type >= 1 && type <= 3) {
+            if (written + 8 + ALIGN8(length - HEADER) > out_capacity) break; /* the rest next time */
+            memcpy(out + written, &type, 4);
+            int32_t body = length - HEADER;
+            memcpy(out + written + 4, &body, 4);
+            memcpy(out + written + 8, (const void *) (ring + (uint32_t) index + HEADER), (size_t) body);
+            written += 8 + ALIGN8(body);
+            (*records)++;
+        } else if (type != PADDING_TYPE) {
+            state[2]++; state[3] += ALIGN8(length);
+        }
+        read += ALIGN8(length);
+        state[1] = 0;
+    }
+    if (read > 0) {
+        memset((void *) (ring + (uint32_t) head_index), 0, (size_t) read);
+        head += read;
+        state[0] = head;
+        __atomic_store_n(word64(ring, capacity, HEAD), head, __ATOMIC_RELEASE);
+    }
+    return written;
+}
+"""
+
+ffibuilder = FFI()
+ffibuilder.cdef(CDEF)
+ffibuilder.set_source("mstar_transport._native", SOURCE, extra_compile_args=["-O2", "-D_GNU_SOURCE"])
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

@@ -1,0 +1,88 @@
+"""A worker for cross-language runs and the README's example: `python -m mstar_transport.worker consume ENDPOINT
+ENTITY COUNT` receives COUNT tensors and checks every word; `... produce ENDPOINT ENTITY TO COUNT SEED` posts
+COUNT checked tensors of seeded sizes and waits for every outcome. Both print one RESULT line. Every tensor's word
+k holds seq * 0x9E3779B97F4A7C15 + k (mod 2**64), as the JVM side's PythonPeer writes and checks them."""
+from __future__ import annotations
+
+import random
+import sys
+import time
+
+import numpy as np
+
+from .endpoint import Endpoint
+
+GOLDEN = 0x9E3779B97F4A7C15
+SIZES = (4096, 65536, 1 << 20, 16 << 20)
+WEIGHTS = (9700, 290, 9, 1)
+
+
+def words(seq: int, nbytes: int) -> np.ndarray:
+    base = np.uint64((seq * GOLDEN) & (2**64 - 1))
+    return np.arange(nbytes // 8, dtype=np.uint64) + base
+
+
+def size_of(rng: random.Random) -> int:
+    return rng.choices(SIZES, WEIGHTS)[0]
+
+
+def consume(endpoint: str, entity: str, count: int) -> int:
+    checked = bad = 0
+    first_address = None
+
+    def check(tensor):
+        nonlocal checked, bad, first_address
+        seq = int(tensor.request_id)
+        data = tensor.array.view(np.uint64) if tensor.array.nbytes else tensor.array
+        if first_address is None:
+            first_address = tensor.array.ctypes.data
+        if tensor.array.nbytes % 8 or not np.array_equal(data, words(seq, tensor.array.nbytes)):
+            bad += 1
+        checked += 1
+
+    with Endpoint.open(endpoint, entity) as ep:
+        print("READY", flush=True)
+        deadline = time.monotonic() + 600
+        while checked < count and time.monotonic() < deadline:
+            ep.receive(check, timeout=0.5, limit=256)
+        stats = ep.stats
+    print(f"RESULT received={checked} bad={bad} staleReads={stats['stale_reads']} badDescriptors="
+          f"{stats['bad_descriptors']} firstAddress={first_address}", flush=True)
+    return 0 if checked == count and bad == 0 else 1
+
+
+def produce(endpoint: str, entity: str, to: str, count: int, seed: int, window: int = 64) -> int:
+    rng = random.Random(seed)
+    delivered = failed = 0
+    failures = {}
+    with Endpoint.open(endpoint, entity) as ep:
+        print("READY", flush=True)
+        sent = 0
+        while delivered + failed < count:
+            while sent < count and ep.in_flight_count() < window:
+                nbytes = size_of(rng)
+                claim = ep.claim(str(sent), "U8", (nbytes,))
+                claim.array.view(np.uint64)[...] = words(sent, nbytes)
+                ep.post(to, claim)
+                sent += 1
+            for outcome in ep.await_outcomes(1, 1.0):
+                if outcome.failure is None:
+                    delivered += 1
+                else:
+                    failed += 1
+                    failures[outcome.failure] = failures.get(outcome.failure, 0) + 1
+    print(f"RESULT delivered={delivered} failed={failed} failures={failures}", flush=True)
+    return 0 if delivered == count else 1
+
+
+def main(argv) -> int:
+    if argv[:1] == ["consume"] and len(argv) == 4:
+        return consume(argv[1], argv[2], int(argv[3]))
+    if argv[:1] == ["produce"] and len(argv) == 6:
+        return produce(argv[1], argv[2], argv[3], int(argv[4]), int(argv[5]))
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

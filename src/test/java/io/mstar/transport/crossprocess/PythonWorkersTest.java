@@ -1,0 +1,148 @@
+package io.mstar.transport.crossprocess;
+
+import io.mstar.transport.TransportConfig;
+import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.naming.Namespace;
+import io.mstar.transport.testing.ChildJvm;
+import io.mstar.transport.testing.PythonChild;
+import io.mstar.transport.testing.ShmTestDir;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A JVM and a Python process on one arena (docs/format.md), real processes through real /dev/shm files: each way
+ * 100,000 tensors of 4 KiB to 16 MiB, every word checked; a fan-out to one JVM and one Python consumer; and each
+ * side killed with SIGKILL mid-stream, its peer told and its files reclaimed.
+ */
+@Timeout(value = 600, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class PythonWorkersTest {
+    private static final String DEPLOYMENT = "ipc:///tmp/mstar-python-test";
+    private static final int TENSORS = Integer.getInteger("python.tensors", 100_000);
+
+    @RegisterExtension
+    final ShmTestDir shm = new ShmTestDir();
+
+    @BeforeEach
+    void venv() {
+        PythonChild.assumeVenv();
+    }
+
+    private Map<String, String> env() {
+        return Map.of(TransportConfig.SHM_DIR, shm.path().toString(), TransportConfig.ARENA, "1",
+            TransportConfig.SEGMENT_MB, "64", "PYTHONUNBUFFERED", "1");
+    }
+
+    private PythonChild python(String... args) throws Exception {
+        PythonChild child = PythonChild.start(env(), "mstar_transport.worker", args);
+        child.awaitOutput("READY", 60);
+        return child;
+    }
+
+    private ChildJvm jvm(String... args) throws Exception {
+        return ChildJvm.start(true, env(), PythonPeer.class, args);
+    }
+
+    @Test
+    void aJvmProducerFeedsAPythonConsumerInPlace() throws Exception {
+        PythonChild consumer = python("consume", DEPLOYMENT, "py", Integer.toString(TENSORS));
+        ChildJvm producer = jvm("produce", DEPLOYMENT, "jvm", "py", Integer.toString(TENSORS), "7");
+        assertEquals(0, producer.await(540), producer.output());
+        assertEquals(0, consumer.await(60), consumer.output());
+        assertTrue(consumer.output().contains("RESULT received=" + TENSORS + " bad=0 staleReads=0 badDescriptors=0"),
+            consumer.output());
+        System.out.println("JVM to Python: " + producer.result("delivered") + " delivered; python: "
+            + consumer.output().lines().filter(l -> l.startsWith("RESULT")).findFirst().orElse(""));
+        consumer.deleteLog();
+        producer.deleteLog();
+    }
+
+    @Test
+    void aPythonProducerFeedsAJvmConsumer() throws Exception {
+        ChildJvm consumer = jvm("consume", DEPLOYMENT, "jvm", Integer.toString(TENSORS));
+        awaitReady(consumer);
+        PythonChild producer = python("produce", DEPLOYMENT, "py", "jvm", Integer.toString(TENSORS), "11");
+        assertEquals(0, producer.await(540), producer.output());
+        assertEquals(0, consumer.await(60), consumer.output());
+        assertEquals(Integer.toString(TENSORS), consumer.result("received"), consumer.output());
+        assertEquals("0", consumer.result("bad"), consumer.output());
+        consumer.deleteLog();
+        producer.deleteLog();
+    }
+
+    @Test
+    void aFanOutReachesOneJvmAndOnePythonConsumer() throws Exception {
+        int tensors = TENSORS / 10;
+        PythonChild py = python("consume", DEPLOYMENT, "py", Integer.toString(tensors));
+        ChildJvm jvmConsumer = jvm("consume", DEPLOYMENT, "jvm-consumer", Integer.toString(tensors));
+        awaitReady(jvmConsumer);
+        ChildJvm producer = jvm("produce", DEPLOYMENT, "jvm", "py,jvm-consumer", Integer.toString(tensors), "3");
+        assertEquals(0, producer.await(540), producer.output());
+        assertEquals(0, py.await(60), py.output());
+        assertEquals(0, jvmConsumer.await(60), jvmConsumer.output());
+        assertTrue(py.output().contains("RESULT received=" + tensors + " bad=0"), py.output());
+        assertEquals("0", jvmConsumer.result("bad"), jvmConsumer.output());
+        py.deleteLog();
+        jvmConsumer.deleteLog();
+        producer.deleteLog();
+    }
+
+    /** A Python consumer killed mid-stream: the JVM producer is told for every tensor, and its files are swept. */
+    @Test
+    void aPythonConsumerKilledMidStreamIsReclaimedByItsJvmProducer() throws Exception {
+        PythonChild consumer = python("consume", DEPLOYMENT, "py", Integer.toString(TENSORS));
+        ChildJvm producer = jvm("produce", DEPLOYMENT, "jvm", "py", "20000", "5");
+        awaitReady(producer);
+        Thread.sleep(1500);
+        consumer.process().destroyForcibly().waitFor(); // SIGKILL
+        producer.await(180);
+        String delivered = producer.result("delivered");
+        String failed = producer.result("failed");
+        assertEquals(20000, Long.parseLong(delivered) + Long.parseLong(failed), "every tensor told once:\n"
+            + producer.output());
+        assertTrue(Long.parseLong(failed) > 0, producer.output());
+        assertTrue(producer.output().contains("CONSUMER_DIED") || producer.output().contains("REFUSED"),
+            producer.output());
+        List<String> left = Reclaimer.ourNames(shm.path()); // the producer's sweep may have removed it already
+        assertTrue(left.isEmpty() || left.equals(List.of("mstar_" + Namespace.of(null, DEPLOYMENT).id()
+            + "_mailbox_py")), "only the killed consumer's mailbox may be left: " + left);
+        Reclaimer.sweep(shm.path()); // as the next sweep of any JVM of the deployment would
+        consumer.deleteLog();
+        producer.deleteLog();
+    }
+
+    /** A JVM consumer killed mid-stream: the Python producer tells every tensor and frees its slots. */
+    @Test
+    void aJvmConsumerKilledMidStreamIsToldToItsPythonProducer() throws Exception {
+        ChildJvm consumer = jvm("consume", DEPLOYMENT, "jvm", Integer.toString(TENSORS));
+        awaitReady(consumer);
+        PythonChild producer = python("produce", DEPLOYMENT, "py", "jvm", "20000", "13");
+        Thread.sleep(1500);
+        consumer.process().destroyForcibly().waitFor();
+        producer.await(180);
+        String result = producer.output().lines().filter(l -> l.startsWith("RESULT")).findFirst().orElse("");
+        assertTrue(result.contains("CONSUMER_DIED") || result.contains("REFUSED"), producer.output());
+        long delivered = Long.parseLong(result.replaceAll(".*delivered=(\\d+).*", "$1"));
+        long failed = Long.parseLong(result.replaceAll(".*failed=(\\d+).*", "$1"));
+        assertEquals(20000, delivered + failed, "every tensor told once:\n" + producer.output());
+        Reclaimer.sweep(shm.path()); // the killed consumer's mailbox
+        consumer.deleteLog();
+        producer.deleteLog();
+    }
+
+    private static void awaitReady(ChildJvm child) throws Exception {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (!child.output().contains("READY")) {
+            assertTrue(child.process().isAlive() && System.nanoTime() < deadline, child.output());
+            Thread.sleep(20);
+        }
+    }
+}
