@@ -125,6 +125,7 @@ class Endpoint:
                       "unknown_acks": 0}
         self.next_liveness = time.monotonic() + _LIVENESS_INTERVAL_S
         self.closed = False
+        self._reading = False
         # Test-only seams: the negative controls show that the stamp check and the liveness check are what work.
         self._no_stamp_check = self.env.get("MSTAR_TEST_NO_STAMP_CHECK") == "1"
         self._no_liveness = self.env.get("MSTAR_TEST_NO_LIVENESS") == "1"
@@ -192,10 +193,14 @@ class Endpoint:
 
     def _peer(self, entity: str) -> PeerMailbox:
         peer = self.peers.get(entity)
-        if peer is None or not peer.is_alive():
-            if peer is not None:
+        now = time.monotonic()
+        if peer is not None and now > peer.next_check:  # its owner's lock, probed at most once a second
+            peer.next_check = now + _LIVENESS_INTERVAL_S
+            if not peer.is_alive():
                 del self.peers[entity]
                 peer.close()
+                peer = None
+        if peer is None:
             peer = PeerMailbox(self.directory, self.ns, entity)
             self.peers[entity] = peer
         return peer
@@ -264,7 +269,14 @@ class Endpoint:
         return self._read(timeout, handler, limit)
 
     def _read(self, timeout: float, handler, limit: int = 64) -> int:
-        deadline = time.monotonic() + timeout
+        self._reading = True
+        try:
+            return self._read_until(time.monotonic() + timeout, handler, limit, timeout)
+        finally:
+            self._reading = False
+            self._flush_acks()
+
+    def _read_until(self, deadline: float, handler, limit: int, timeout: float) -> int:
         handed = 0
         while True:
             if handler is not None:
@@ -353,8 +365,8 @@ class Endpoint:
             self._queue(self.pending_acks, d.producer, key)
         tensor.array = None
         tensor._mapping = None
-        if not self.closed:
-            self._flush_acks()
+        if not self.closed and not self._reading:
+            self._flush_acks()  # a kept tensor closed later; inside receive, one ACK message per batch
 
     @staticmethod
     def _queue(pending, producer, key):

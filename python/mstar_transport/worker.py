@@ -75,11 +75,60 @@ def produce(endpoint: str, entity: str, to: str, count: int, seed: int, window: 
     return 0 if delivered == count else 1
 
 
+def blast(endpoint: str, entity: str, to: str, size: int, seconds: float, window: int = 64) -> int:
+    """Posts tensors of `size` bytes (claim, write the sequence number, post) for `seconds`; prints the rate."""
+    with Endpoint.open(endpoint, entity) as ep:
+        print("READY", flush=True)
+        sent = 0
+        start = time.monotonic()
+        end = start + seconds
+        while time.monotonic() < end:
+            while ep.in_flight_count() >= window:
+                ep.await_outcomes(1, 0.1)
+            claim = ep.claim("t", "U8", (size,))
+            claim.array[:8].view(np.uint64)[0] = sent
+            ep.post(to, claim)
+            sent += 1
+        while ep.in_flight_count():
+            ep.await_outcomes(1, 0.1)
+        elapsed = time.monotonic() - start
+        ep.post(to, ep.claim("end", "U8", (8,)))
+        ep.await_outcomes(1, 10)
+    print(f"RESULT tensors={sent} seconds={elapsed:.3f} perSecond={sent / elapsed:.0f} "
+          f"gbps={sent * size / elapsed / 1e9:.3f}", flush=True)
+    return 0
+
+
+def drain(endpoint: str, entity: str) -> int:
+    """Sums every word of each tensor in place until one named "end"; prints the first view's address."""
+    state = {"sum": 0, "tensors": 0, "done": False, "address": None}
+
+    def handle(tensor):
+        if tensor.request_id == "end":
+            state["done"] = True
+            return
+        if state["address"] is None:
+            state["address"] = tensor.array.ctypes.data
+        state["sum"] += int(tensor.array.view(np.uint64).sum(dtype=np.uint64))
+        state["tensors"] += 1
+
+    with Endpoint.open(endpoint, entity) as ep:
+        print("READY", flush=True)
+        while not state["done"]:
+            ep.receive(handle, timeout=0.5, limit=256)
+    print(f"RESULT tensors={state['tensors']} firstAddress={state['address']}", flush=True)
+    return 0
+
+
 def main(argv) -> int:
     if argv[:1] == ["consume"] and len(argv) == 4:
         return consume(argv[1], argv[2], int(argv[3]))
     if argv[:1] == ["produce"] and len(argv) == 6:
         return produce(argv[1], argv[2], argv[3], int(argv[4]), int(argv[5]))
+    if argv[:1] == ["blast"] and len(argv) == 6:
+        return blast(argv[1], argv[2], argv[3], int(argv[4]), float(argv[5]))
+    if argv[:1] == ["drain"] and len(argv) == 3:
+        return drain(argv[1], argv[2])
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -23,7 +23,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * ENDPOINT ENTITY TO[,TO2] COUNT SEED} posts COUNT tensors of the worker's seeded sizes (claim, fill, post; a
  * fan-out when two consumers are named) and waits for every outcome; {@code consume ENDPOINT ENTITY COUNT}
  * receives COUNT and checks every word. Word k of tensor seq holds seq * 0x9E3779B97F4A7C15 + k. Each prints one
- * RESULT line. The directory and knobs come from the environment.
+ * RESULT line. The directory and knobs come from the environment. For the benchmark, {@code blast ENDPOINT ENTITY
+ * TO SIZE SECONDS} posts tensors of SIZE bytes (claim, write the sequence number, post; 64 in flight) for SECONDS
+ * and prints its rate, and {@code drain ENDPOINT ENTITY} sums every word of each tensor it receives in place until
+ * a tensor with request id "end".
  */
 public final class PythonPeer {
     static final long GOLDEN = 0x9E3779B97F4A7C15L;
@@ -40,6 +43,9 @@ public final class PythonPeer {
             case "produce" -> produce(Deployment.of(config, args[1], args[2]), List.of(args[3].split(",")),
                 Integer.parseInt(args[4]), Long.parseLong(args[5]));
             case "consume" -> consume(Deployment.of(config, args[1], args[2]), Integer.parseInt(args[3]));
+            case "blast" -> blast(Deployment.of(config, args[1], args[2]), args[3], Long.parseLong(args[4]),
+                Double.parseDouble(args[5]));
+            case "drain" -> drain(Deployment.of(config, args[1], args[2]));
             default -> 2;
         };
         System.exit(rc);
@@ -139,6 +145,83 @@ public final class PythonPeer {
         synchronized (failures) {
             return failures.values().stream().mapToLong(Integer::longValue).sum();
         }
+    }
+
+    private static int blast(Deployment deployment, String to, long size, double seconds) throws Exception {
+        long[] told = {0};
+        DeliveryListener listener = new DeliveryListener() {
+            @Override
+            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+                told[0]++;
+            }
+
+            @Override
+            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+                told[0]++;
+            }
+
+            @Override
+            public boolean toldWhenPolled() {
+                return true;
+            }
+        };
+        try (TensorEndpoint endpoint = TensorEndpoint.open(deployment, listener)) {
+            if (!endpoint.awaitPeer(to, Duration.ofSeconds(60))) {
+                return 1;
+            }
+            endpoint.prepareToSend();
+            System.out.println("READY");
+            long sent = 0;
+            long start = System.nanoTime();
+            long end = start + (long) (seconds * 1e9);
+            while (System.nanoTime() < end) {
+                while (sent - told[0] >= 64) {
+                    endpoint.awaitOutcomes(64, Duration.ofMillis(100));
+                }
+                try (TensorClaim claim = endpoint.claim("t", DType.U8, size)) {
+                    claim.memory().set(ValueLayout.JAVA_LONG_UNALIGNED, 0, sent);
+                    endpoint.post(to, claim);
+                }
+                sent++;
+            }
+            while (told[0] < sent) {
+                endpoint.awaitOutcomes(64, Duration.ofMillis(100));
+            }
+            double elapsed = (System.nanoTime() - start) / 1e9;
+            try (TensorClaim claim = endpoint.claim("end", DType.U8, 8)) {
+                endpoint.post(to, claim);
+            }
+            endpoint.awaitOutcomes(1, Duration.ofSeconds(10));
+            System.out.printf("RESULT tensors=%d seconds=%.3f perSecond=%.0f gbps=%.3f%n", sent, elapsed,
+                sent / elapsed, sent * size / elapsed / 1e9);
+        }
+        return 0;
+    }
+
+    private static int drain(Deployment deployment) throws Exception {
+        long[] sum = {0, 0}; // of every word, tensors
+        boolean[] done = {false};
+        try (TensorEndpoint endpoint = TensorEndpoint.open(deployment)) {
+            System.out.println("READY");
+            while (!done[0]) {
+                endpoint.receive(tensor -> {
+                    if (tensor.requestIdIs("end")) {
+                        done[0] = true;
+                        return;
+                    }
+                    MemorySegment data = tensor.memory();
+                    long at = tensor.offset();
+                    long s = 0;
+                    for (long k = 0; k < tensor.nbytes() / 8; k++) {
+                        s += data.get(ValueLayout.JAVA_LONG_UNALIGNED, at + 8 * k);
+                    }
+                    sum[0] += s;
+                    sum[1]++;
+                }, Duration.ofMillis(500));
+            }
+        }
+        System.out.println("RESULT tensors=" + sum[1] + " sum=" + sum[0]);
+        return 0;
     }
 
     private static int consume(Deployment deployment, int count) throws Exception {
