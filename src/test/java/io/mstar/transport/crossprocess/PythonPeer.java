@@ -85,26 +85,9 @@ public final class PythonPeer {
     }
 
     private static int produce(Deployment deployment, List<String> to, int count, long seed) throws Exception {
-        AtomicLong delivered = new AtomicLong();
-        Map<String, Integer> failures = new TreeMap<>();
-        DeliveryListener listener = new DeliveryListener() {
-            @Override
-            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
-                delivered.incrementAndGet();
-            }
-
-            @Override
-            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
-                synchronized (failures) {
-                    failures.merge(failure.name(), 1, Integer::sum);
-                }
-            }
-
-            @Override
-            public boolean toldWhenPolled() {
-                return true;
-            }
-        };
+        Outcomes listener = new Outcomes();
+        AtomicLong delivered = listener.delivered;
+        Map<String, Integer> failures = listener.failures;
         Random rng = new Random(seed);
         try (TensorEndpoint endpoint = TensorEndpoint.open(deployment, listener)) {
             for (String consumer : to) {
@@ -141,6 +124,33 @@ public final class PythonPeer {
         return delivered.get() == count ? 0 : 1;
     }
 
+    // Outcomes told when polled (on the producer's thread), counted.
+    private static final class Outcomes implements DeliveryListener {
+        final AtomicLong delivered = new AtomicLong();
+        final Map<String, Integer> failures = new TreeMap<>();
+
+        @Override
+        public void delivered(String requestId, long uuidMsb, long uuidLsb) {
+            delivered.incrementAndGet();
+        }
+
+        @Override
+        public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
+            synchronized (failures) {
+                failures.merge(failure.name(), 1, Integer::sum);
+            }
+        }
+
+        @Override
+        public boolean toldWhenPolled() {
+            return true;
+        }
+
+        long told() {
+            return delivered.get() + PythonPeer.failed(failures);
+        }
+    }
+
     private static long failed(Map<String, Integer> failures) {
         synchronized (failures) {
             return failures.values().stream().mapToLong(Integer::longValue).sum();
@@ -148,23 +158,7 @@ public final class PythonPeer {
     }
 
     private static int blast(Deployment deployment, String to, long size, double seconds) throws Exception {
-        long[] told = {0};
-        DeliveryListener listener = new DeliveryListener() {
-            @Override
-            public void delivered(String requestId, long uuidMsb, long uuidLsb) {
-                told[0]++;
-            }
-
-            @Override
-            public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
-                told[0]++;
-            }
-
-            @Override
-            public boolean toldWhenPolled() {
-                return true;
-            }
-        };
+        Outcomes listener = new Outcomes();
         try (TensorEndpoint endpoint = TensorEndpoint.open(deployment, listener)) {
             if (!endpoint.awaitPeer(to, Duration.ofSeconds(60))) {
                 return 1;
@@ -175,7 +169,7 @@ public final class PythonPeer {
             long start = System.nanoTime();
             long end = start + (long) (seconds * 1e9);
             while (System.nanoTime() < end) {
-                while (sent - told[0] >= 64) {
+                while (sent - listener.told() >= 64) {
                     endpoint.awaitOutcomes(64, Duration.ofMillis(100));
                 }
                 try (TensorClaim claim = endpoint.claim("t", DType.U8, size)) {
@@ -184,7 +178,7 @@ public final class PythonPeer {
                 }
                 sent++;
             }
-            while (told[0] < sent) {
+            while (listener.told() < sent) {
                 endpoint.awaitOutcomes(64, Duration.ofMillis(100));
             }
             double elapsed = (System.nanoTime() - start) / 1e9;
