@@ -127,7 +127,8 @@ def shm_pipe(size, seconds):
         block.unlink()
 
 
-def _socket_consumer(sock, size):
+def _socket_consumer(sock, size, producers_end):
+    producers_end.close()  # forked with it: the producer's close must reach this end as EOF
     buffer = bytearray(size)
     view = memoryview(buffer)
     words = np.frombuffer(buffer, dtype=np.uint64)
@@ -145,8 +146,9 @@ def _socket_consumer(sock, size):
 def local_socket(size, seconds):
     """A Unix stream socket carrying every byte, one ACK byte back per tensor, WINDOW in flight."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    consumer = mp.Process(target=_socket_consumer, args=(theirs, size))
+    consumer = mp.Process(target=_socket_consumer, args=(theirs, size, mine))
     consumer.start()
+    theirs.close()
     payload = np.zeros(size // 8, dtype=np.uint64)
     sent = acked = 0
     start = time.monotonic()

@@ -277,12 +277,15 @@ class Endpoint:
             self._flush_acks()
 
     def _read_until(self, deadline: float, handler, limit: int, timeout: float) -> int:
+        """Reads until a handler was handed something (or, without a handler, until an outcome was decided), or the
+        deadline passes; returns how many tensors were handed."""
         handed = 0
         while True:
             if handler is not None:
                 while self.waiting and handed < limit:
                     sender, d = self.waiting.pop(0)
                     handed += self._hand(sender, d, handler)
+            in_flight = len(self.in_flight)
             for mtype, body in self.mailbox.read(64):
                 self._message(mtype, body)
             if handler is not None:
@@ -293,7 +296,8 @@ class Endpoint:
             self._check_liveness()
             self.files.sweep()
             left = deadline - time.monotonic()
-            if handed or left <= 0 or (handler is None and timeout == 0):
+            decided = len(self.in_flight) < in_flight
+            if handed or left <= 0 or (handler is None and (timeout == 0 or decided)):
                 return handed
             if not self.mailbox.has_message():
                 self.mailbox.sleep(min(left, 0.1))
