@@ -15,6 +15,7 @@ from .endpoint import Endpoint
 GOLDEN = 0x9E3779B97F4A7C15
 SIZES = (4096, 65536, 1 << 20, 16 << 20)
 WEIGHTS = (9700, 290, 9, 1)
+PROGRESS_AT = 1000
 
 
 def words(seq: int, nbytes: int) -> np.ndarray:
@@ -39,6 +40,8 @@ def consume(endpoint: str, entity: str, count: int) -> int:
         if tensor.array.nbytes % 8 or not np.array_equal(data, words(seq, tensor.array.nbytes)):
             bad += 1
         checked += 1
+        if checked == PROGRESS_AT:
+            print("PROGRESS", flush=True)  # a test that kills this consumer mid-stream waits for it
 
     with Endpoint.open(endpoint, entity) as ep:
         print("READY", flush=True)

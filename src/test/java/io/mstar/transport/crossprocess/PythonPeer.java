@@ -32,6 +32,7 @@ public final class PythonPeer {
     static final long GOLDEN = 0x9E3779B97F4A7C15L;
     private static final long[] SIZES = {4096, 65536, 1 << 20, 16 << 20};
     private static final int[] WEIGHTS = {9700, 290, 9, 1};
+    static final int PROGRESS_AT = 1000;
 
     private PythonPeer() {
     }
@@ -229,7 +230,9 @@ public final class PythonPeer {
                     if (!intact(tensor.memory().asSlice(tensor.offset(), tensor.nbytes()), seq)) {
                         seen[1]++;
                     }
-                    seen[0]++;
+                    if (++seen[0] == PROGRESS_AT) {
+                        System.out.println("PROGRESS"); // a test that kills this consumer mid-stream waits for it
+                    }
                 }, Duration.ofMillis(500));
             }
         }

@@ -27,6 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class PythonWorkersTest {
     private static final String DEPLOYMENT = "ipc:///tmp/mstar-python-test";
     private static final int TENSORS = Integer.getInteger("python.tensors", 100_000);
+    private static final int KILLED_RUN = 100_000; // killed after its first 1,000: the rest cannot all be delivered
 
     @RegisterExtension
     final ShmTestDir shm = new ShmTestDir();
@@ -98,15 +99,14 @@ class PythonWorkersTest {
     /** A Python consumer killed mid-stream: the JVM producer is told for every tensor, and its files are swept. */
     @Test
     void aPythonConsumerKilledMidStreamIsReclaimedByItsJvmProducer() throws Exception {
-        PythonChild consumer = python("consume", DEPLOYMENT, "py", Integer.toString(TENSORS));
-        ChildJvm producer = jvm("produce", DEPLOYMENT, "jvm", "py", "20000", "5");
-        awaitReady(producer);
-        Thread.sleep(1500);
+        PythonChild consumer = python("consume", DEPLOYMENT, "py", Integer.toString(KILLED_RUN));
+        ChildJvm producer = jvm("produce", DEPLOYMENT, "jvm", "py", Integer.toString(KILLED_RUN), "5");
+        consumer.awaitOutput("PROGRESS", 120); // mid-stream: 1,000 received of KILLED_RUN
         consumer.process().destroyForcibly().waitFor(); // SIGKILL
         producer.await(180);
         String delivered = producer.result("delivered");
         String failed = producer.result("failed");
-        assertEquals(20000, Long.parseLong(delivered) + Long.parseLong(failed), "every tensor told once:\n"
+        assertEquals(KILLED_RUN, Long.parseLong(delivered) + Long.parseLong(failed), "every tensor told once:\n"
             + producer.output());
         assertTrue(Long.parseLong(failed) > 0, producer.output());
         assertTrue(producer.output().contains("CONSUMER_DIED") || producer.output().contains("REFUSED"),
@@ -122,25 +122,29 @@ class PythonWorkersTest {
     /** A JVM consumer killed mid-stream: the Python producer tells every tensor and frees its slots. */
     @Test
     void aJvmConsumerKilledMidStreamIsToldToItsPythonProducer() throws Exception {
-        ChildJvm consumer = jvm("consume", DEPLOYMENT, "jvm", Integer.toString(TENSORS));
+        ChildJvm consumer = jvm("consume", DEPLOYMENT, "jvm", Integer.toString(KILLED_RUN));
         awaitReady(consumer);
-        PythonChild producer = python("produce", DEPLOYMENT, "py", "jvm", "20000", "13");
-        Thread.sleep(1500);
+        PythonChild producer = python("produce", DEPLOYMENT, "py", "jvm", Integer.toString(KILLED_RUN), "13");
+        awaitOutput(consumer, "PROGRESS"); // mid-stream: 1,000 received of KILLED_RUN
         consumer.process().destroyForcibly().waitFor();
         producer.await(180);
         String result = producer.output().lines().filter(l -> l.startsWith("RESULT")).findFirst().orElse("");
         assertTrue(result.contains("CONSUMER_DIED") || result.contains("REFUSED"), producer.output());
         long delivered = Long.parseLong(result.replaceAll(".*delivered=(\\d+).*", "$1"));
         long failed = Long.parseLong(result.replaceAll(".*failed=(\\d+).*", "$1"));
-        assertEquals(20000, delivered + failed, "every tensor told once:\n" + producer.output());
+        assertEquals(KILLED_RUN, delivered + failed, "every tensor told once:\n" + producer.output());
         Reclaimer.sweep(shm.path()); // the killed consumer's mailbox
         consumer.deleteLog();
         producer.deleteLog();
     }
 
     private static void awaitReady(ChildJvm child) throws Exception {
-        long deadline = System.nanoTime() + 60_000_000_000L;
-        while (!child.output().contains("READY")) {
+        awaitOutput(child, "READY");
+    }
+
+    private static void awaitOutput(ChildJvm child, String text) throws Exception {
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (!child.output().contains(text)) {
             assertTrue(child.process().isAlive() && System.nanoTime() < deadline, child.output());
             Thread.sleep(20);
         }
