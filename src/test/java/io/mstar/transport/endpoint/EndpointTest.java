@@ -643,8 +643,9 @@ class EndpointTest {
             }
         }
         assertEquals(tensors, told.get());
-        // Without the sender's read every outcome is told on the ACK thread; with it, most are told here.
-        assertTrue(onPoster.get() > tensors / 10, onPoster.get() + " of " + tensors + " told on the posting thread");
+        // Without the sender's read every outcome is told on the ACK thread; with it, some are told here (most on a
+        // quiet machine; on two busy cores the ACK thread may win nearly all: a clean-clone run saw 5 of 2,000).
+        assertTrue(onPoster.get() > 0, onPoster.get() + " of " + tensors + " told on the posting thread");
     }
 
     private double fastPathBytesPerTensor(boolean claiming) {
