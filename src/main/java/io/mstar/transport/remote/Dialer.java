@@ -107,6 +107,7 @@ final class Dialer {
     OutboundConnection connection(Peer peer, long deadline) {
         long retryUntil = Math.min(deadline, System.nanoTime() + HANDSHAKE_RETRY_NS);
         long pause = RECONNECT_PAUSE_NS;
+        String refusedBefore = null; // why an earlier try of this call was closed in its handshake
         while (true) {
             OutboundConnection c = peer.connection;
             if (c == null || c.isClosed()) {
@@ -127,6 +128,9 @@ final class Dialer {
                     return c;
                 }
                 long now = System.nanoTime();
+                if (c.closedInHandshake()) {
+                    refusedBefore = c.whyNotReady();
+                }
                 if (c.closedInHandshake() && now + RECONNECT_PAUSE_NS < retryUntil && !closed.getAsBoolean()) {
                     Thread.sleep(RECONNECT_PAUSE_NS / 1_000_000);
                     continue;
@@ -141,9 +145,11 @@ final class Dialer {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            if (c.closedInHandshake()) {
+            // The deadline can pass while the last try is still in its handshake (a busy node): the peer's last
+            // answer was still a refusal, not silence.
+            if (c.closedInHandshake() || (refusedBefore != null && !c.isClosed())) {
                 String why = "entity=" + peer.entity + " at " + peer.endpoint + " refused this node's connection: "
-                    + c.whyNotReady();
+                    + (c.closedInHandshake() ? c.whyNotReady() : refusedBefore);
                 link.warnings().warn("rejected", peer.entity, why + " (sends to it fail REJECTED)");
                 throw new PeerRejectedException(peer.entity, why);
             }

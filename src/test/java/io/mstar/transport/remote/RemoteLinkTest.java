@@ -21,9 +21,12 @@ import io.mstar.transport.testing.ShmTestDir;
 import io.mstar.transport.testing.TwoNodes;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -304,6 +307,39 @@ class RemoteLinkTest {
             }
         } finally {
             ShmTestDir.deleteTree(stores);
+        }
+    }
+
+    // A CI run on a busy node: the plain peer's last try was still in its handshake when awaitPeer's 3 s ran out,
+    // and a peer that had refused every try until then was reported as not there (awaitPeer false). A fake node B
+    // refuses the first connection and holds every later one silent: the refusal is what the caller must be told.
+    @Test
+    void aPeerThatRefusedAndThenHoldsTheLastTrySilentIsToldRejectedNotAbsent() throws Exception {
+        try (TwoNodes nodes = new TwoNodes("prefill", "decode");
+             ServerSocket nodeB = new ServerSocket()) {
+            nodeB.bind(TcpCarrier.address(nodes.endpointB));
+            List<Socket> held = new ArrayList<>();
+            Thread acceptor = Thread.ofVirtual().start(() -> {
+                try {
+                    nodeB.accept().close();
+                    while (true) {
+                        held.add(nodeB.accept());
+                    }
+                } catch (IOException closed) {
+                    // the test is over
+                }
+            });
+            try (TensorChannel outbox = TensorTransports.mailbox(Deployment.of(nodes.config(true), "pipe", "prefill"))) {
+                PeerRejectedException e = assertThrows(PeerRejectedException.class,
+                    () -> outbox.awaitPeer("decode", Duration.ofSeconds(2)), "a refusing peer was told absent");
+                assertTrue(e.getMessage().contains("closed the connection before its challenge"), e.getMessage());
+            } finally {
+                nodeB.close();
+                acceptor.join();
+                for (Socket s : held) {
+                    s.close();
+                }
+            }
         }
     }
 
