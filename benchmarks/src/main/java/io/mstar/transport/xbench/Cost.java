@@ -33,6 +33,32 @@ final class Cost {
             (double) (to[2] - from[2]) / payloads);
     }
 
+    /** {@code JIT side ticks}: the CPU clock ticks this JVM's JIT compiler threads used so far. */
+    static String jitLine(String side) {
+        return "JIT " + side + " " + compilerTicks(ProcessHandle.current().pid());
+    }
+
+    /** CPU clock ticks (user + system) of process {@code pid}'s JIT compiler threads so far, from /proc. */
+    static long compilerTicks(long pid) {
+        long ticks = 0;
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path task : tasks) {
+                try {
+                    String stat = Files.readString(task.resolve("stat"));
+                    if (stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')).contains("CompilerThre")) {
+                        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                        ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+                    }
+                } catch (IOException | RuntimeException gone) {
+                    // the thread ended between the listing and the read
+                }
+            }
+        } catch (IOException gone) {
+            return 0;
+        }
+        return ticks;
+    }
+
     // Voluntary and involuntary switches of every thread, from /proc (0 where there is none).
     private static long contextSwitches() {
         long sum = 0;

@@ -123,7 +123,7 @@ final class Protocol {
         String summary() {
             endOfSize();
             costFrom = null;
-            return costLines + "VERIFIED " + verified + " CORRUPTED " + corrupted;
+            return costLines + Cost.jitLine("consumer") + "\nVERIFIED " + verified + " CORRUPTED " + corrupted;
         }
     }
 

@@ -173,21 +173,11 @@ public final class ScaleBench {
     private static final int QUIET_COMPILER_TICKS = 5;
     private static final int MAX_WARM_UP_S = 90;
 
-    // CPU clock ticks (user + system) of the workers' JIT compiler threads so far, from /proc.
+    // CPU clock ticks of the workers' JIT compiler threads so far.
     private static long compilerTicks(List<Worker> workers) {
         long ticks = 0;
         for (Worker w : workers) {
-            try (var tasks = Files.list(Path.of("/proc", Long.toString(w.process().pid()), "task"))) {
-                for (Path task : tasks.toList()) {
-                    String stat = Files.readString(task.resolve("stat"));
-                    if (stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')).contains("CompilerThre")) {
-                        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                        ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
-                    }
-                }
-            } catch (IOException | RuntimeException gone) {
-                // a thread or the worker ended between the listing and the read
-            }
+            ticks += Cost.compilerTicks(w.process().pid());
         }
         return ticks;
     }

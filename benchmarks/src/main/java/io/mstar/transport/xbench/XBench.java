@@ -70,6 +70,7 @@ public final class XBench {
         Map<String, Map<Long, List<double[]>>> results = new LinkedHashMap<>();
         long corrupted = 0;
         Map<String, List<double[]>> costs = new LinkedHashMap<>(); // "peer side size" -> {cpu us, switches, bytes} per run
+        WarmUp warmUp = new WarmUp();
         OwnedFile workDir = OwnedFile.createDirectory(Path.of("/dev/shm"), "mstar-demo-" + Owner.newNonce());
         String loadName = System.getProperty("xbench.load", "none");
         Load load = Load.start(loadName.equals("none") && Boolean.getBoolean("xbench.busy") ? "spin1" : loadName,
@@ -79,7 +80,7 @@ public final class XBench {
                 for (String peer : peers) {
                     Path dir = Files.createDirectories(Path.of(workDir.path(), peer + "-" + run));
                     corrupted += pair(peer, dir, seconds, results.computeIfAbsent(peer, p -> new LinkedHashMap<>()),
-                        costs);
+                        costs, warmUp);
                     out.println("run " + run + " " + peer + " done");
                 }
                 if (peers.contains("aeron-ipc")) {
@@ -107,6 +108,7 @@ public final class XBench {
         report(out, results, runs, corrupted);
         reportRuns(out, results);
         reportCosts(out, costs);
+        warmUp.report(out);
         Files.writeString(target.resolve("results.csv"), csv(results));
         Files.writeString(target.resolve("gbps.svg"), Plot.svg(results));
         out.println("wrote target/xbench/results.csv and target/xbench/gbps.svg");
@@ -117,7 +119,7 @@ public final class XBench {
 
     // Runs one consumer and one producer JVM through every size; returns the corrupted payloads.
     private static long pair(String peer, Path dir, double seconds, Map<Long, List<double[]>> rows,
-                             Map<String, List<double[]>> costs) throws IOException, InterruptedException {
+                             Map<String, List<double[]>> costs, WarmUp warmUp) throws IOException, InterruptedException {
         Process consumer = start("consumer", peer, dir, seconds);
         Process producer = null;
         try {
@@ -139,6 +141,7 @@ public final class XBench {
                         Double.parseDouble(f[5]), Double.parseDouble(f[6])});
                 }
                 cost(peer, line, costs);
+                warmUp.take(peer, line);
             }
             if (!producer.waitFor(60, TimeUnit.SECONDS) || producer.exitValue() != 0) {
                 throw new IllegalStateException(peer + " producer failed: exit " + producer.exitValue());
@@ -149,6 +152,7 @@ public final class XBench {
                     verdict = line;
                 }
                 cost(peer, line, costs);
+                warmUp.take(peer, line);
             }
             if (!consumer.waitFor(60, TimeUnit.SECONDS) || verdict == null) {
                 throw new IllegalStateException(peer + " consumer did not finish");
