@@ -14,8 +14,6 @@ import java.util.concurrent.TimeUnit;
  */
 abstract class Producer {
     private static final int MAX_SAMPLES = 1 << 22;
-    // With -Dxbench.curveMs=250 (and -Dxbench.warmUpS=0: a fresh pair), each size's payloads/s per 250 ms.
-    private static final long CURVE_NS = Long.getLong("xbench.curveMs", 0) * 1_000_000L;
 
     private final long[] sentAt = new long[1 << 16];
     private final long[] samples = new long[MAX_SAMPLES];
@@ -74,15 +72,10 @@ abstract class Producer {
             long[] costFrom = Cost.snapshot();
             long start = System.nanoTime();
             long end = start + (long) (seconds * 1e9);
-            long[] curve = new long[CURVE_NS > 0 ? (int) (seconds * 1e9 / CURVE_NS) : 0];
-            int marks = 0;
-            long nextMark = start + CURVE_NS;
+            Curve curve = new Curve(start, seconds);
             long now;
             while ((now = System.nanoTime()) < end) {
-                if (marks < curve.length && now >= nextMark) {
-                    curve[marks++] = seq - measureFrom;
-                    nextMark += CURVE_NS;
-                }
+                curve.at(now, seq - measureFrom);
                 seq = sendOne(seq, size);
             }
             measureTo = seq;
@@ -106,20 +99,11 @@ abstract class Producer {
                 payloads * size / (elapsed / 1e9) / 1e9, percentile(sorted, 0.50) / 1e3, percentile(sorted, 0.99) / 1e3,
                 percentile(sorted, 0.999) / 1e3);
             System.out.println(cost);
-            if (marks > 0) {
-                System.out.println(curveLine(size, curve, marks));
+            if (curve.line(size) != null) {
+                System.out.println(curve.line(size));
             }
         }
         System.out.println(Cost.jitLine("producer"));
-    }
-
-    // "CURVE size ms rate..." : payloads/s in each CURVE_NS since the measured time began.
-    private static String curveLine(long size, long[] sentBy, int marks) {
-        StringBuilder line = new StringBuilder("CURVE " + size + " " + CURVE_NS / 1_000_000);
-        for (int k = 0; k < marks; k++) {
-            line.append(' ').append((long) ((sentBy[k] - (k == 0 ? 0 : sentBy[k - 1])) * 1e9 / CURVE_NS));
-        }
-        return line.toString();
     }
 
     private long sendOne(long seq, long size) throws Exception {

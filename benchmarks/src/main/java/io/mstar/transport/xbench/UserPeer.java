@@ -119,6 +119,7 @@ final class UserPeer {
                 long end = Long.MAX_VALUE;
                 long measuredFrom = -1;
                 long[] costFrom = null;
+                Curve curve = null;
                 while (true) {
                     long now = System.nanoTime();
                     if (measuredFrom < 0 && now >= warmUntil) {
@@ -127,8 +128,12 @@ final class UserPeer {
                         end = now + (long) (seconds * 1e9);
                         costFrom = Cost.snapshot();
                         window.measure(true);
+                        curve = new Curve(start, seconds);
                     } else if (now >= end) {
                         break;
+                    }
+                    if (curve != null) {
+                        curve.at(now, seq - measuredFrom);
                     }
                     String requestId = window.take(seq);
                     if (claim) {
@@ -155,7 +160,11 @@ final class UserPeer {
                     payloads * size / (elapsed / 1e9) / 1e9, percentile(sorted, 0.50) / 1e3,
                     percentile(sorted, 0.99) / 1e3, percentile(sorted, 0.999) / 1e3);
                 System.out.println(cost);
+                if (curve.line(size) != null) {
+                    System.out.println(curve.line(size));
+                }
             }
+            System.out.println(Cost.jitLine("producer"));
             window.take(0); // the end marker holds a place until its outcome
             endpoint.post("consumer", "end", Tensor.of(DType.U8, MemorySegment.NULL, 0));
             window.drain();
