@@ -9,8 +9,11 @@ import io.mstar.transport.acks.UuidTable;
  * repeat is the same tensor only with the same length and CRC32C: one that differs (another member of the
  * deployment sending under a uuid it saw) is told apart, so that no producer is confirmed for bytes it did not
  * deliver.
- * An entry stays for {@code retainNs}, or until {@value #MAX_TENSORS} younger ones push it out. Thread-safe: the
- * sender's connections may run on different event loops.
+ * An entry stays for {@code retainNs} of the sender's time, or until {@value #MAX_TENSORS} younger ones push it
+ * out. The sender's time runs while it is heard from: a silence between two of its tensors (a partition, a
+ * frozen node, a sender that paused) counts as {@code maxGapNs} at most, so a repost that waited out a partition
+ * longer than the window is still known when it lands. Thread-safe: the sender's connections may run on
+ * different event loops.
  */
 final class DuplicateWindow extends UuidTable {
     /** Entries one sender may hold: 1 Mi uuids, about 60 MB at most, for a sender of a million tensors a minute. */
@@ -21,29 +24,37 @@ final class DuplicateWindow extends UuidTable {
     enum Match { ABSENT, SAME, DIFFERENT }
 
     private final long retainNs;
+    private final long maxGapNs;
     private final int maxTensors;
+    private long heardNs; // when the sender was last heard (a tensor of its), on this node's clock
+    private boolean heard;
+    private long senderNs; // the sender's time: how long it was heard from, each silence counted up to maxGapNs
     // Columns of the table: each first send's length and CRC32C.
     private long[] sizes = new long[2 * FIRST_RING];
     private int[] crcs = new int[2 * FIRST_RING];
-    // A ring in landing order, three longs an entry: first uuid's msb, lsb, and when it landed.
+    // A ring in landing order, three longs an entry: first uuid's msb, lsb, and when it landed (the sender's time).
     private long[] ring = new long[3 * FIRST_RING];
     private int head;
     private int count;
     private long pushedOutYoung; // entries dropped by the cap before their time
 
-    DuplicateWindow(long retainNs) {
-        this(retainNs, MAX_TENSORS);
+    DuplicateWindow(long retainNs, long maxGapNs) {
+        this(retainNs, maxGapNs, MAX_TENSORS);
     }
 
-    DuplicateWindow(long retainNs, int maxTensors) {
+    DuplicateWindow(long retainNs, long maxGapNs, int maxTensors) {
         super(2 * FIRST_RING);
         this.retainNs = retainNs;
+        this.maxGapNs = maxGapNs;
         this.maxTensors = maxTensors;
     }
 
-    /** Whether a tensor first sent as this uuid landed here within the window, and whether it had these bytes. */
+    /**
+     * Whether a tensor first sent as this uuid landed here within the window, and whether it had these bytes;
+     * {@code nowNs} (this node's clock) is when the sender was heard.
+     */
     synchronized Match match(long msb, long lsb, long nbytes, int crc, long nowNs) {
-        forgetOlderThan(nowNs - retainNs);
+        forgetOlderThan(heardAt(nowNs) - retainNs);
         int i = find(msb, lsb);
         return i < 0 ? Match.ABSENT : sizes[i] == nbytes && crcs[i] == crc ? Match.SAME : Match.DIFFERENT;
     }
@@ -67,7 +78,7 @@ final class DuplicateWindow extends UuidTable {
         int at = 3 * ((head + count) % (ring.length / 3));
         ring[at] = msb;
         ring[at + 1] = lsb;
-        ring[at + 2] = nowNs;
+        ring[at + 2] = senderNs;
         count++;
         int i = super.add(msb, lsb);
         sizes[i] = nbytes;
@@ -82,6 +93,18 @@ final class DuplicateWindow extends UuidTable {
 
     synchronized int entries() {
         return count;
+    }
+
+    // The sender's time once it was heard at nowNs: its silence since it was last heard counts up to maxGapNs.
+    private long heardAt(long nowNs) {
+        if (!heard) {
+            heard = true;
+            heardNs = nowNs;
+        } else if (nowNs - heardNs > 0) { // two connections may bring their clock readings out of order
+            senderNs += Math.min(nowNs - heardNs, maxGapNs);
+            heardNs = nowNs;
+        }
+        return senderNs;
     }
 
     private void forgetOlderThan(long oldestKeptNs) {

@@ -17,15 +17,17 @@ final class Landings {
     private final long maxBytes;
     private final int maxTensors;
     private final long windowNs;
+    private final long maxGapNs;
     private final Set<String> senders = ConcurrentHashMap.newKeySet(); // entities whose tensors landed here
     private final Map<String, SenderBudget> budgets = new ConcurrentHashMap<>();
     private final Map<String, DuplicateWindow> windows = new ConcurrentHashMap<>();
     private final Map<UUID, Landed> landed = new ConcurrentHashMap<>();
 
-    Landings(long maxBytes, int maxTensors, long windowNs) {
+    Landings(long maxBytes, int maxTensors, long windowNs, long maxGapNs) {
         this.maxBytes = maxBytes;
         this.maxTensors = maxTensors;
         this.windowNs = windowNs;
+        this.maxGapNs = maxGapNs;
     }
 
     /** Whether tensors from {@code entity} landed here. */
@@ -39,7 +41,7 @@ final class Landings {
 
     /** What landed here lately from {@code sender}, by first uuid: a repost of one of them is not handed over again. */
     DuplicateWindow windowOf(String sender) {
-        return windows.computeIfAbsent(sender, s -> new DuplicateWindow(windowNs));
+        return windows.computeIfAbsent(sender, s -> new DuplicateWindow(windowNs, maxGapNs));
     }
 
     /** A whole tensor from {@code sender}, landed as {@code uuid}: its bytes stay on the budget until its ACK. */

@@ -65,7 +65,10 @@ public final class RemoteLink implements AutoCloseable {
      * closes a timed-out connection, so a test can show that these are what keep a reused slot off the wire.
      */
     static final boolean NO_WRITE_HOLD = Boolean.getBoolean("mstar.test.noWriteHold");
-    /** How many timeouts a receiver remembers what landed from each sender ({@link DuplicateWindow}). */
+    /**
+     * How many timeouts of a sender's time a receiver remembers what landed from it ({@link DuplicateWindow}); a
+     * silence of the sender counts as one timeout at most.
+     */
     static final int DUPLICATE_WINDOW_TIMEOUTS = 6;
 
     /** Told, on the link's thread, of each tensor sent from here that a remote node refused or did not confirm. */
@@ -119,7 +122,7 @@ public final class RemoteLink implements AutoCloseable {
         this.gate = new ConnectionGate(placements, counters);
         this.pending = new PendingTensors(timeoutNs, counters, config);
         this.landings = new Landings(config.maxInFlightBytes(), config.maxInFlightTensors(),
-            DUPLICATE_WINDOW_TIMEOUTS * timeoutNs);
+            DUPLICATE_WINDOW_TIMEOUTS * timeoutNs, timeoutNs);
         this.reposts = new Reposts(DUPLICATE_WINDOW_TIMEOUTS * timeoutNs);
         this.inbound = new InboundQueue(entity, counters);
         this.arena = arena;

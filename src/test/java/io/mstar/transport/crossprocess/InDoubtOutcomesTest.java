@@ -108,7 +108,20 @@ class InDoubtOutcomesTest {
 
     @Test
     void aProducerThatRepostsEveryInDoubtTensorHasEachHandedOverOnce() throws Exception {
-        Map<Integer, Integer> seen = repostEveryInDoubt(List.of());
+        Map<Integer, Integer> seen = repostEveryInDoubt(List.of(), 0);
+        for (int seq = 0; seq < HANDED; seq++) {
+            assertEquals(1, seen.getOrDefault(seq, 0), "t" + seq + " handed over " + seen.get(seq) + " times: " + seen);
+        }
+    }
+
+    /**
+     * As a partition longer than the window does (a clean-clone run of the cross-node campaign handed a tensor
+     * over twice after its 30 s partition): the producer is silent for 8 s, past the 6 s window on the clock,
+     * before it reposts. The window runs on the sender's time, where a silence counts one timeout: each once.
+     */
+    @Test
+    void repostsAfterASilenceLongerThanTheWindowAreStillHandedOverOnce() throws Exception {
+        Map<Integer, Integer> seen = repostEveryInDoubt(List.of(), 8_000);
         for (int seq = 0; seq < HANDED; seq++) {
             assertEquals(1, seen.getOrDefault(seq, 0), "t" + seq + " handed over " + seen.get(seq) + " times: " + seen);
         }
@@ -117,7 +130,7 @@ class InDoubtOutcomesTest {
     /** The window's negative control: without it, each repost reaches the handler a second time. */
     @Test
     void withoutTheReceiversDuplicateWindowEachRepostIsHandedOverAgain() throws Exception {
-        Map<Integer, Integer> seen = repostEveryInDoubt(List.of("-Dmstar.test.noDuplicateWindow=true"));
+        Map<Integer, Integer> seen = repostEveryInDoubt(List.of("-Dmstar.test.noDuplicateWindow=true"), 0);
         for (int seq = 0; seq < HANDED; seq++) {
             assertEquals(2, seen.getOrDefault(seq, 0), "t" + seq + ": " + seen);
         }
@@ -126,9 +139,11 @@ class InDoubtOutcomesTest {
     /**
      * Posts {@value #HANDED} tensors to a consumer's node that confirms no first send, reposts each one told
      * {@code IN_DOUBT} (from the producer's thread, as a user would) until it is delivered; returns how many times
-     * the consumer's handler saw each.
+     * the consumer's handler saw each. With {@code silenceMs}, the first reposts wait until every tensor is in doubt,
+     * then that long.
      */
-    private static Map<Integer, Integer> repostEveryInDoubt(List<String> consumerFlags) throws Exception {
+    private static Map<Integer, Integer> repostEveryInDoubt(List<String> consumerFlags, long silenceMs)
+        throws Exception {
         Path work = Files.createTempDirectory("mstar-repost-");
         try (TwoNodes nodes = new TwoNodes("prefill", "decode")) {
             Path received = work.resolve("received");
@@ -165,6 +180,7 @@ class InDoubtOutcomesTest {
                     seqOf.put(producer.post("decode", "s" + seq, tensors.get(seq)), seq);
                 }
                 int delivered = 0;
+                List<long[]> held = new ArrayList<>(); // in-doubt outcomes held back for the silence
                 while (delivered < HANDED) {
                     long[] o = outcomes.poll(60, TimeUnit.SECONDS);
                     if (o == null) { // the consumer's state only then: a jstack per outcome paced the reposts
@@ -176,8 +192,19 @@ class InDoubtOutcomesTest {
                         continue;
                     }
                     assertEquals(Delivery.Failure.IN_DOUBT, Delivery.Failure.values()[(int) o[2]], "t" + seq);
-                    seqOf.put(producer.repost("decode", "s" + seq, tensors.get(seq), o[1], o[0]), seq);
-                    reposts++;
+                    held.add(o);
+                    if (silenceMs > 0 && reposts == 0 && held.size() < HANDED) {
+                        continue;
+                    }
+                    if (silenceMs > 0 && reposts == 0) {
+                        Thread.sleep(silenceMs);
+                    }
+                    for (long[] h : held) {
+                        int s = seqOf.get(h[0]);
+                        seqOf.put(producer.repost("decode", "s" + s, tensors.get(s), h[1], h[0]), s);
+                        reposts++;
+                    }
+                    held.clear();
                 }
                 remote = producer.remoteStats().orElseThrow();
             }
