@@ -69,13 +69,13 @@ public final class ScaleBench {
                         for (String peer : peers) {
                             Path dir = Files.createDirectories(Path.of(workDir.path(), shape + "-" + size + "-" + n));
                             List<double[]> windows = new ArrayList<>();
-                            double[] warmUp = new double[1];
+                            double[] warmUp = new double[2]; // seconds, the workers' JIT ticks by then
                             bad += cell(peer, shape, size, n, seconds, runs, dir, aeronDir, cell++, windows, warmUp);
                             cells.put(peer + " " + shape + " " + size + " " + n, windows);
                             for (int run = 0; run < runs; run++) {
                                 System.out.printf(Locale.ROOT, "%s %s %s x%d run %d: %.3f GB/s, worst p99 %.0f us"
-                                    + " (warm-up %.1f s)%n", peer, shape, XBench.human(size), n, run + 1,
-                                    windows.get(run)[0], windows.get(run)[1], warmUp[0]);
+                                    + " (warm-up %.1f s, JIT %.0f ticks)%n", peer, shape, XBench.human(size), n,
+                                    run + 1, windows.get(run)[0], windows.get(run)[1], warmUp[0], warmUp[1]);
                             }
                             XBench.deleteTree(dir);
                         }
@@ -123,6 +123,7 @@ public final class ScaleBench {
             List<Worker> all = new ArrayList<>(producerJvms);
             all.addAll(consumerJvms);
             warmUp[0] = awaitWarm(all);
+            warmUp[1] = compilerTicks(all);
             Files.createFile(dir.resolve("measure"));
             for (int run = 0; run < runs; run++) {
                 double bytesPerSecond = 0;
