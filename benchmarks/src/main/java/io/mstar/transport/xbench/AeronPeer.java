@@ -33,7 +33,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * in its own duty cycle, as Aeron's users do.
  */
 final class AeronPeer {
-    private static final String DATA = "aeron:ipc?term-length=128m";
+    // -Dxbench.aeronData=CHANNEL tries another data channel (e.g. a smaller term, or sparse=false).
+    private static final String DATA = System.getProperty("xbench.aeronData", "aeron:ipc?term-length=128m");
     private static final String ACKS = "aeron:ipc?term-length=64k";
     private static final int ACK_BYTES = 16; // a uuid, as the library's ACK
     private static final int DATA_STREAM = 1001;

@@ -30,10 +30,15 @@ final class Protocol {
         return 2 * window(size);
     }
 
-    /** The warm-up before each size's measured time: half of it, at most a second, or {@code xbench.warmUpS}. */
+    /**
+     * The warm-up before each size's measured time: twice it, at most 5 s, or {@code xbench.warmUpS}. Fresh pairs
+     * reach 0.8x of their steady 4 KiB rate after 1.75 to 3.5 s (warm-up curves, docs/benchmarks.md): Aeron once it
+     * has written its 3 x 128 MiB log once (the first pass page-faults), the library once the JIT settled; a second
+     * of warm-up measured Aeron at a third of its steady rate.
+     */
     static double warmUpSeconds(double measured) {
-        String set = System.getProperty("xbench.warmUpS"); // e.g. -Dxbench.jvmArgs=-Dxbench.warmUpS=15: warm JIT
-        return set == null ? Math.min(1.0, measured / 2) : Double.parseDouble(set);
+        String set = System.getProperty("xbench.warmUpS"); // e.g. -Dxbench.jvmArgs=-Dxbench.warmUpS=0: a fresh pair
+        return set == null ? Math.min(5.0, 2 * measured) : Double.parseDouble(set);
     }
 
     /** Sets every byte of the payload for {@code seq}: the producer's own fill. */
