@@ -13,6 +13,12 @@ import java.util.function.IntSupplier;
  * ({@code ackThreadRound}), so frees and outcomes never wait on the application's polling. With nothing to read
  * it sleeps on the mailbox ({@link MessageWait}) until a consumer's ACK wakes it: idle, it costs nothing; while
  * the application reads the mailbox itself, it looks again only every {@value MailboxReading#IDLE_READ_NS} ns.
+ *
+ * <p>Woken while every core is busy (the sender posting, the consumer handling), it waits for a core instead of
+ * taking the consumer's ({@link Sleeps#wakeWithoutPreempting}): the sender reads its own ACKs after each post
+ * meanwhile, and a consumer that lost its core to each wake fell behind, filled the sender's window and made it
+ * wait for this thread (measured 1.5x at 4 KiB, docs/benchmarks.md). A sender blocked on its window leaves its
+ * core idle, and this thread runs there at once.
  */
 final class AckThread {
     private static final Logger LOG = LoggerFactory.getLogger(AckThread.class);
@@ -44,6 +50,9 @@ final class AckThread {
 
     private void run(IntSupplier round, MessageWait wait) {
         Sleeps.setTimerSlackNs(1_000); // its short parks end on time, not 50 us late
+        if (!Sleeps.wakeWithoutPreempting()) {
+            LOG.debug("the ACK thread runs with the default policy: the kernel refused SCHED_BATCH");
+        }
         while (!stopped) {
             int read;
             try {

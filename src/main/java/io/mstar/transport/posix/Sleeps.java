@@ -12,7 +12,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * How a thread sleeps and is woken, through the FFM {@link Linker} as {@link Posix}' calls are: a futex on a word
- * of a shared mapping (a sleeper in one process, its waker in another) and the thread's timer slack.
+ * of a shared mapping (a sleeper in one process, its waker in another), the thread's timer slack, and whether a
+ * wake lets it preempt the thread running on its core.
  */
 public final class Sleeps {
     private Sleeps() {
@@ -25,6 +26,10 @@ public final class Sleeps {
     private static final MethodHandle PRCTL = Posix.plainCall("prctl",
         FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG), Linker.Option.firstVariadicArg(1));
     private static final int PR_SET_TIMERSLACK = 29;
+    private static final MethodHandle SCHED_SETSCHEDULER = Posix.plainCall("sched_setscheduler",
+        FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
+    /** The kernel's policy for a thread that a wake does not let preempt the running one ({@code sched.h}). */
+    public static final int SCHED_BATCH = 3;
     private static final long SYS_FUTEX = Posix.AARCH64 ? 98 : 202;
     private static final int FUTEX_WAIT = 0;
     private static final int FUTEX_WAKE = 1;
@@ -81,6 +86,21 @@ public final class Sleeps {
     public static boolean setTimerSlackNs(long slackNs) {
         try {
             return (int) PRCTL.invokeExact(PR_SET_TIMERSLACK, slackNs) == 0;
+        } catch (Throwable t) {
+            throw Posix.rethrow(t);
+        }
+    }
+
+    /**
+     * Lets the calling thread, when woken, wait for a core instead of taking one from the thread running there:
+     * {@code sched_setscheduler(0, SCHED_BATCH)}, which the kernel's wake-up preemption skips. It keeps its full
+     * share of the CPU (the weight of nice 0) and runs at once on an idle core; on a busy one it runs when the
+     * running thread blocks, yields or ends its slice. Returns false where the kernel refuses.
+     */
+    public static boolean wakeWithoutPreempting() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment param = arena.allocate(JAVA_INT); // struct sched_param: a priority of 0, the only one allowed
+            return (int) SCHED_SETSCHEDULER.invokeExact(0, SCHED_BATCH, param) == 0;
         } catch (Throwable t) {
             throw Posix.rethrow(t);
         }

@@ -13,6 +13,7 @@ import io.mstar.transport.TensorHandler;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.TransportStats;
 import io.mstar.transport.lifecycle.Reclaimer;
+import io.mstar.transport.posix.Sleeps;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import io.mstar.transport.testing.TwoNodes;
@@ -24,6 +25,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -299,6 +301,45 @@ class EndpointTest {
             assertEquals(Delivery.Failure.CLOSED, delivery.failure(), delivery.toString());
             assertEquals(List.of("request-1 CLOSED"), outcomes.failures());
         }
+    }
+
+    /**
+     * The ACK thread, woken by a consumer's ACK while every core is busy, waits for a core instead of taking the
+     * consumer's: its policy is SCHED_BATCH, read from /proc for the thread of that name.
+     */
+    @Test
+    void theAckThreadWaitsForACoreInsteadOfPreemptingTheThreadOnIt() throws Exception {
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("ackp"), outcomes)) {
+            producer.prepareToSend(); // starts the ACK thread, which sets its policy first
+            String name = "mstar-acks-ackp";
+            List<Integer> policies = List.of();
+            for (long deadline = System.nanoTime() + 10_000_000_000L; System.nanoTime() < deadline; sleep(10)) {
+                policies = policiesOfThreadsNamed(name);
+                if (policies.contains(Sleeps.SCHED_BATCH)) {
+                    break;
+                }
+            }
+            assertEquals(List.of(Sleeps.SCHED_BATCH), policies, "policy of " + name + " (0: the default, 3: batch)");
+        }
+    }
+
+    // The scheduling policy (field 41 of /proc/self/task/TID/stat) of each thread of this JVM with that name.
+    private static List<Integer> policiesOfThreadsNamed(String name) throws Exception {
+        List<Integer> policies = new ArrayList<>();
+        try (var tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
+            for (Path task : tasks) {
+                try {
+                    if (Files.readString(task.resolve("comm")).strip().equals(name)) {
+                        String stat = Files.readString(task.resolve("stat"));
+                        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" "); // from field 3 on
+                        policies.add(Integer.parseInt(fields[41 - 3]));
+                    }
+                } catch (java.nio.file.NoSuchFileException ended) {
+                    // a thread that ended between the listing and the read
+                }
+            }
+        }
+        return policies;
     }
 
     @Test
