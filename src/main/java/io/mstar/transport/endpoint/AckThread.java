@@ -17,8 +17,8 @@ import java.util.function.IntSupplier;
  * <p>Woken while every core is busy (the sender posting, the consumer handling), it waits for a core instead of
  * taking the consumer's ({@link Sleeps#wakeWithoutPreempting}): the sender reads its own ACKs after each post
  * meanwhile, and a consumer that lost its core to each wake fell behind, filled the sender's window and made it
- * wait for this thread (measured 1.5x at 4 KiB, docs/benchmarks.md). A sender blocked on its window leaves its
- * core idle, and this thread runs there at once.
+ * wait for this thread (measured 1.2x to 1.3x at 4 KiB, 1.5x beside a busy process: docs/benchmarks.md). A sender
+ * blocked on its window leaves its core idle, and this thread runs there at once.
  */
 final class AckThread {
     private static final Logger LOG = LoggerFactory.getLogger(AckThread.class);
