@@ -49,6 +49,7 @@ final class MailboxReading {
     private final TensorTransport transport;
     private final Outcomes outcomes;
     private final MessageWait wait;
+    private final GatheredAcks gathered;
     private final ShmMailbox local; // told while a handler runs, so that its close waits for it; null off our mailboxes
     private final ReentrantLock reading = new ReentrantLock();
     private final ReentrantLock handling = new ReentrantLock();
@@ -64,6 +65,7 @@ final class MailboxReading {
     private volatile long seenAppPolls;
     private volatile long seenAppPollsAt;
     private volatile long handlersSince; // when the handlers of the poll handing over now began; 0 when none runs
+    private long handlerStarted; // when the handler running now began; guarded by handling
 
     MailboxReading(TensorChannel.Records records, TensorTransport transport, Outcomes outcomes, MessageWait wait,
                    Incoming incoming, ShmMailbox local) {
@@ -73,6 +75,7 @@ final class MailboxReading {
         this.outcomes = outcomes;
         this.wait = wait;
         this.incoming = incoming;
+        this.gathered = new GatheredAcks(records);
     }
 
     /**
@@ -132,11 +135,13 @@ final class MailboxReading {
             local.handlerRuns(true); // a close (a SIGTERM's) keeps us alive to producers until the handlers return
         }
         handlersSince = System.nanoTime();
+        handlerStarted = handlersSince;
         try {
             for (int i = 0; i < batch.size(); i++) {
                 dispatch(batch.from(i), batch.records(), batch.at(i), batch.length(i), handler);
             }
         } finally {
+            gathered.send();
             handlersSince = 0;
             if (local != null) {
                 local.handlerRuns(false);
@@ -149,7 +154,8 @@ final class MailboxReading {
         wait.awaitMessage(timeoutNs, recordsParked, true);
     }
 
-    // Hands one record's tensor to the handler, then ACKs it (or refuses it, when its slot was reused under the read).
+    // Hands one record's tensor to the handler, then ACKs it (or refuses it, when its slot was reused under the read);
+    // a small tensor's ACK after a quick handler is gathered with the poll's next ones.
     private void dispatch(String from, MemorySegment record, long at, int length, TensorHandler handler) {
         boolean kept = false;
         boolean stale = false;
@@ -160,9 +166,18 @@ final class MailboxReading {
         } catch (RuntimeException e) {
             LOG.warn("a handler threw (the tensor is ACKed, the next ones are handed over): from={}", from, e);
         } finally {
+            long now = System.nanoTime();
+            boolean quick = now - handlerStarted < GatheredAcks.QUICK_NS;
+            handlerStarted = now;
             if (!kept && DescriptorCodec.recordLength(record, at, length) == length) {
-                // Each at once: gathering a poll's ACKs into one message made producers wait (docs/benchmarks.md).
-                ack(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at), stale);
+                long msb = DescriptorCodec.uuidMsb(record, at);
+                long lsb = DescriptorCodec.uuidLsb(record, at);
+                if (quick && !stale && DescriptorCodec.nbytes(record, at) <= GatheredAcks.SMALL_BYTES) {
+                    gathered.add(from, msb, lsb, now);
+                } else {
+                    gathered.send(); // in order: what was gathered before this one
+                    ack(from, msb, lsb, stale);
+                }
             }
         }
     }
@@ -223,11 +238,13 @@ final class MailboxReading {
      * that a told outcome wakes (blocked on a window of its own) takes the rest itself after its next post, on its
      * own thread, instead of being woken once per outcome. Returns the messages read,
      * {@link AckThread#APPLICATION_READS} when a thread with a handler read the mailbox within the last
-     * {@value #IDLE_READ_NS} ns, or {@link AckThread#BUSY}.
+     * {@value #IDLE_READ_NS} ns or ACKs wait gathered (it looks again then instead of sleeping), or
+     * {@link AckThread#BUSY}.
      */
     int ackThreadRound() {
         outcomes.tellDecided(Integer.MAX_VALUE);
-        if (applicationReadsNow()) {
+        gathered.sendIfOlderThan(IDLE_READ_NS); // a handler runs on (one that waits on its own window)
+        if (applicationReadsNow() || gathered.any()) {
             return AckThread.APPLICATION_READS;
         }
         if (!reading.tryLock()) {

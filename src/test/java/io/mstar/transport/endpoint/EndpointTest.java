@@ -630,6 +630,54 @@ class EndpointTest {
         }
     }
 
+    /**
+     * A stage's handler waits for what only the ACKs of the tensors before it, in the same poll, can bring (its own
+     * window, here their deliveries): those ACKs were gathered after quick handlers, and the stage's ACK thread
+     * sends them once they have waited a millisecond.
+     */
+    @Test
+    void aHandlerThatWaitsForTheEarlierTensorsOfItsPollToBeDeliveredGetsThem() throws Exception {
+        try (TensorEndpoint upstream = TensorEndpoint.open(deployment("upstream"));
+             TensorEndpoint stage = TensorEndpoint.open(deployment("stage"))) {
+            stage.prepareToSend(); // a stage sends on: its ACK thread runs
+            Tensor small = filled(4096, 1);
+            for (int round = 0; round < 500; round++) { // compiled: a slow (interpreted) handler's ACK goes at once
+                List<Delivery> warm = new ArrayList<>();
+                for (int i = 0; i < 8; i++) {
+                    warm.add(upstream.send("stage", "warm", small));
+                }
+                for (int read = 0; read < 8; ) {
+                    read += stage.receive(tensor -> { }, Duration.ofSeconds(10));
+                }
+                for (Delivery d : warm) {
+                    assertEquals(Delivery.Status.DELIVERED, d.await(Duration.ofSeconds(10)));
+                }
+            }
+            List<Delivery> earlier = new ArrayList<>();
+            for (int i = 0; i < 7; i++) {
+                earlier.add(upstream.send("stage", "earlier-" + i, filled(4096, i)));
+            }
+            upstream.send("stage", "last", filled(4096, 7));
+            List<Delivery.Status> seenByLast = new ArrayList<>();
+            int read = 0;
+            while (read < 8) {
+                read += stage.receive(tensor -> {
+                    if (tensor.requestId().toString().equals("last")) {
+                        try {
+                            for (Delivery d : earlier) {
+                                seenByLast.add(d.await(Duration.ofSeconds(5)));
+                            }
+                        } catch (InterruptedException e) {
+                            throw new AssertionError(e);
+                        }
+                    }
+                }, Duration.ofSeconds(10));
+            }
+            assertEquals(java.util.Collections.nCopies(7, Delivery.Status.DELIVERED), seenByLast,
+                "what the handler of the last tensor saw of the earlier ones' deliveries");
+        }
+    }
+
     @Test
     void aReceiveOnlyWorkerMakesNoSegmentUntilItPreparesToSend() throws Exception {
         try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"));

@@ -1,0 +1,83 @@
+package io.mstar.transport.endpoint;
+
+import io.mstar.transport.TensorChannel;
+import io.mstar.transport.exceptions.PeerUnavailableException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The ACKs of small tensors whose handlers returned quickly, sent to their producer as one mailbox message, as
+ * Aeron's subscriber position covers every message of one poll. At 4 KiB a consumer spent a quarter of its time
+ * writing a message per tensor and waking the producer's ACK thread for each (docs/benchmarks.md).
+ *
+ * <p>An ACK waits at most for the next handler of its poll: the gathered ones go when {@value #MAX} are gathered,
+ * before an ACK to another producer or one that is not gathered, and when the poll's handlers are done. When a
+ * handler runs on past {@value MailboxReading#IDLE_READ_NS} ns (one that waits on its own window), the endpoint's
+ * ACK thread sends them, where the endpoint sends too and so runs one.
+ */
+final class GatheredAcks {
+    private static final Logger LOG = LoggerFactory.getLogger(GatheredAcks.class);
+    /** The most ACKs one message gathers. */
+    static final int MAX = 8;
+    /** The largest tensor whose ACK is gathered: above it the tensor's own cost dwarfs its message's. */
+    static final long SMALL_BYTES = 16 << 10;
+    /** The longest handler after which an ACK is gathered: a slower one's ACK goes at once. */
+    static final long QUICK_NS = 50_000;
+
+    private final TensorChannel.Records records;
+    private final long[] uuidHalves = new long[2 * MAX]; // guarded by this
+    private String producer; // guarded by this
+    private long since; // when the first was gathered; guarded by this
+    private volatile int count; // written under this; read without it by the ACK thread, as a hint
+
+    GatheredAcks(TensorChannel.Records records) {
+        this.records = records;
+    }
+
+    /** Gathers one ACK, sent at {@code now}; sends those gathered first if they are another producer's. */
+    synchronized void add(String from, long msb, long lsb, long now) {
+        if (count > 0 && !producer.equals(from)) {
+            send();
+        }
+        if (count == 0) {
+            producer = from;
+            since = now;
+        }
+        uuidHalves[2 * count] = msb;
+        uuidHalves[2 * count + 1] = lsb;
+        count = count + 1;
+        if (count == MAX) {
+            send();
+        }
+    }
+
+    /** Whether ACKs wait here. */
+    boolean any() {
+        return count > 0;
+    }
+
+    /** Sends those gathered if the first was gathered more than {@code ns} ago (the ACK thread's part). */
+    void sendIfOlderThan(long ns) {
+        if (count > 0) {
+            synchronized (this) {
+                if (count > 0 && System.nanoTime() - since > ns) {
+                    send();
+                }
+            }
+        }
+    }
+
+    /** Sends what is gathered, if anything; a producer that is gone needs none of it. */
+    synchronized void send() {
+        int n = count;
+        if (n == 0) {
+            return;
+        }
+        count = 0;
+        try {
+            records.sendAcks(producer, uuidHalves, n);
+        } catch (PeerUnavailableException e) {
+            LOG.debug("ACKs not sent, their producer is gone: {}", e.getMessage());
+        }
+    }
+}
