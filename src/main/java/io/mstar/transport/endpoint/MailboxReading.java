@@ -140,8 +140,8 @@ final class MailboxReading {
             for (int i = 0; i < batch.size(); i++) {
                 dispatch(batch.from(i), batch.records(), batch.at(i), batch.length(i), handler);
             }
+            gathered.send(); // after a handler's Error: the next poll that hands tensors over, or the ACK thread
         } finally {
-            gathered.send();
             handlersSince = 0;
             if (local != null) {
                 local.handlerRuns(false);
