@@ -5,6 +5,8 @@ import io.mstar.transport.exceptions.PeerUnavailableException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.concurrent.locks.ReentrantLock;
+
 /**
  * The ACKs of small tensors whose handlers returned quickly, sent to their producer as one mailbox message, as
  * Aeron's subscriber position covers every message of one poll. At 4 KiB a consumer spent a quarter of its time
@@ -25,29 +27,35 @@ final class GatheredAcks {
     static final long QUICK_NS = 50_000;
 
     private final TensorChannel.Records records;
-    private final long[] uuidHalves = new long[2 * MAX]; // guarded by this
-    private String producer; // guarded by this
-    private long since; // when the first was gathered; guarded by this
-    private volatile int count; // written under this; read without it by the ACK thread, as a hint
+    private final ReentrantLock lock = new ReentrantLock();
+    private final long[] uuidHalves = new long[2 * MAX]; // guarded by lock
+    private String producer; // guarded by lock
+    private long since; // when the first was gathered; guarded by lock
+    private volatile int count; // written under lock; read without it by the ACK thread, as a hint
 
     GatheredAcks(TensorChannel.Records records) {
         this.records = records;
     }
 
     /** Gathers one ACK, sent at {@code now}; sends those gathered first if they are another producer's. */
-    synchronized void add(String from, long msb, long lsb, long now) {
-        if (count > 0 && !producer.equals(from)) {
-            send();
-        }
-        if (count == 0) {
-            producer = from;
-            since = now;
-        }
-        uuidHalves[2 * count] = msb;
-        uuidHalves[2 * count + 1] = lsb;
-        count = count + 1;
-        if (count == MAX) {
-            send();
+    void add(String from, long msb, long lsb, long now) {
+        lock.lock();
+        try {
+            if (count > 0 && !producer.equals(from)) {
+                sendLocked();
+            }
+            if (count == 0) {
+                producer = from;
+                since = now;
+            }
+            uuidHalves[2 * count] = msb;
+            uuidHalves[2 * count + 1] = lsb;
+            count = count + 1;
+            if (count == MAX) {
+                sendLocked();
+            }
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -56,19 +64,33 @@ final class GatheredAcks {
         return count > 0;
     }
 
-    /** Sends those gathered if the first was gathered more than {@code ns} ago (the ACK thread's part). */
+    /**
+     * Sends those gathered if the first was gathered more than {@code ns} ago (the ACK thread's part); not while the
+     * handling thread sends, which may wait on a full ring that only this thread's next read would drain.
+     */
     void sendIfOlderThan(long ns) {
-        if (count > 0) {
-            synchronized (this) {
+        if (count > 0 && lock.tryLock()) {
+            try {
                 if (count > 0 && System.nanoTime() - since > ns) {
-                    send();
+                    sendLocked();
                 }
+            } finally {
+                lock.unlock();
             }
         }
     }
 
     /** Sends what is gathered, if anything; a producer that is gone needs none of it. */
-    synchronized void send() {
+    void send() {
+        lock.lock();
+        try {
+            sendLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void sendLocked() {
         int n = count;
         if (n == 0) {
             return;
