@@ -82,6 +82,9 @@ final class GatheredAcks {
 
     /** Sends what is gathered, if anything; a producer that is gone needs none of it. */
     void send() {
+        if (count == 0) {
+            return; // after each large tensor and most polls: no lock (only the caller's thread gathers)
+        }
         lock.lock();
         try {
             sendLocked();
