@@ -12,14 +12,14 @@ if ! "$python" -c 'import numpy, cffi, pytest, hypothesis' 2>/dev/null; then
     rm -rf "$venv"
     exit 0
 fi
-if [ -x "$venv/bin/python" ] && [ "$venv/.built-from" -nt "$here/mstar_transport" ] \
+if [ -x "$venv/bin/python" ] && [ "$venv/.built-from" -nt "$here/src/mstar_transport" ] \
    && [ -z "$(find "$here" -newer "$venv/.built-from" -name '*.py' -print -quit)" ]; then
     exit 0 # up to date
 fi
 rm -rf "$venv" "$venv-src"
 "$python" -m venv --system-site-packages "$venv"
 mkdir -p "$venv-src"
-cp -r "$here/pyproject.toml" "$here/setup.py" "$here/mstar_transport" "$venv-src/"
+cp -r "$here/pyproject.toml" "$here/setup.py" "$here/src" "$venv-src/"
 "$venv/bin/pip" install --quiet --no-index --no-build-isolation "$venv-src"
 touch "$venv/.built-from"
 echo "python package installed in $venv"
