@@ -32,9 +32,16 @@ final class GatheredAcks {
     private String producer; // guarded by lock
     private long since; // when the first was gathered; guarded by lock
     private volatile int count; // written under lock; read without it by the ACK thread, as a hint
+    private final boolean countZeroedBeforeWrite; // tests only: the order this class once had
 
     GatheredAcks(TensorChannel.Records records) {
+        this(records, false);
+    }
+
+    /** @param countZeroedBeforeWrite true only in a model checker's negative control */
+    GatheredAcks(TensorChannel.Records records, boolean countZeroedBeforeWrite) {
         this.records = records;
+        this.countZeroedBeforeWrite = countZeroedBeforeWrite;
     }
 
     /** Gathers one ACK, sent at {@code now}; sends those gathered first if they are another producer's. */
@@ -98,11 +105,16 @@ final class GatheredAcks {
         if (n == 0) {
             return;
         }
-        count = 0;
+        if (countZeroedBeforeWrite) {
+            count = 0;
+        }
         try {
             records.sendAcks(producer, uuidHalves, n);
         } catch (PeerUnavailableException e) {
             LOG.debug("ACKs not sent, their producer is gone: {}", e.getMessage());
+        } finally {
+            // Only once written: a thread that sees none gathered may send a later ACK, which must not pass these.
+            count = 0;
         }
     }
 }

@@ -5,7 +5,10 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -14,7 +17,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** Gathered ACKs: one message for up to eight, in order, each producer's to its own, and none held for long. */
 class GatheredAcksTest {
     /** The messages sent, as "producer: msb msb ..." (each ACK named by its most significant half). */
-    private final List<String> sent = new ArrayList<>();
+    private final List<String> sent = Collections.synchronizedList(new ArrayList<>());
+    /** Runs inside each write of gathered ACKs, before it is recorded: a test holds a writer there. */
+    private volatile Runnable duringWrite = () -> { };
     private final GatheredAcks acks = new GatheredAcks(new TensorChannel.Records() {
         @Override
         public void sendDescriptorRecord(String toEntity, MemorySegment record, long offset, int length) {
@@ -38,6 +43,7 @@ class GatheredAcksTest {
                 assertEquals(-uuidHalves[2 * i], uuidHalves[2 * i + 1], "the halves of one uuid together");
                 message.append(' ').append(uuidHalves[2 * i]);
             }
+            duringWrite.run();
             sent.add(message.toString());
         }
 
@@ -82,5 +88,39 @@ class GatheredAcksTest {
         Thread.sleep(2);
         acks.sendIfOlderThan(1_000_000L);
         assertEquals(List.of("p: 1"), sent);
+    }
+
+    /**
+     * The ACK thread is preempted in the middle of sending the gathered ACKs: the handling thread, about to send a
+     * later tensor's ACK on its own, first waits for that write, so the later ACK never passes the gathered ones.
+     * (Before, the count went to 0 before the write, and the handling thread saw nothing to wait for.)
+     */
+    @Test
+    void aLaterAckWaitsForTheAckThreadsWriteOfTheGatheredOnes() throws InterruptedException {
+        CountDownLatch inWrite = new CountDownLatch(1);
+        CountDownLatch resume = new CountDownLatch(1);
+        duringWrite = () -> {
+            inWrite.countDown();
+            try {
+                resume.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        add("p", 1);
+        Thread ackThread = new Thread(() -> acks.sendIfOlderThan(-1), "ack-thread");
+        ackThread.start();
+        assertTrue(inWrite.await(10, TimeUnit.SECONDS));
+        duringWrite = () -> { };
+        Thread handling = new Thread(() -> {
+            acks.send(); // what was gathered before
+            sent.add("p: 2 (sent on its own)");
+        }, "handling");
+        handling.start();
+        handling.join(300); // it waits for the ACK thread's write, however long that takes
+        resume.countDown();
+        ackThread.join(10_000);
+        handling.join(10_000);
+        assertEquals(List.of("p: 1", "p: 2 (sent on its own)"), sent);
     }
 }
