@@ -15,6 +15,9 @@ final class RingGuard {
     private final CloseOnce closer = new CloseOnce();
     private final PeerMailboxes peers;
     private final String entity;
+    // A handler's thread, which may still enter while close waits for it: its ACKs must reach their producers.
+    private volatile Thread lateWriter;
+    private boolean lateWritesEnded; // guarded by this
 
     RingGuard(PeerMailboxes peers, String entity) {
         this.peers = peers;
@@ -30,7 +33,8 @@ final class RingGuard {
 
     boolean tryEnter() {
         inside.incrementAndGet();
-        if (closer.isClosed()) { // read after the increment: close sets it before it waits for the count to drain
+        // Both read after the increment: close sets them before it waits for the count to drain.
+        if (closer.isClosed() && lateWriter != Thread.currentThread()) {
             exit();
             return false;
         }
@@ -42,6 +46,19 @@ final class RingGuard {
         if (inside.decrementAndGet() == 0 && peers.hasRetired()) {
             peers.closeRetired();
         }
+    }
+
+    /** {@code thread} (or none, null) may enter until {@link #endLateWrites}, though the mailbox closes. */
+    synchronized void allowLateWrites(Thread thread) {
+        if (!lateWritesEnded) {
+            lateWriter = thread;
+        }
+    }
+
+    /** Close waited for the late writer as long as it waits: from now on no one enters. */
+    synchronized void endLateWrites() {
+        lateWritesEnded = true;
+        lateWriter = null;
     }
 
     boolean isClosed() {

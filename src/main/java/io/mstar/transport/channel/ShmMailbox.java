@@ -421,6 +421,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      */
     public void handlerRuns(boolean runs) {
         handling = runs ? Thread.currentThread() : null;
+        guard.allowLateWrites(handling); // a close meanwhile waits for the handler, whose ACKs still go
     }
 
     // Waits (bounded) for a listener or handler in progress on another thread: until it returns, this process still
@@ -494,6 +495,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
 
     private void release() {
         awaitDispatch();
+        guard.endLateWrites();
         peers.stopMapping();
         ShutdownCleanup.unregister(this);
         guard.awaitNoneInside(doorbell::wakeAll);

@@ -386,14 +386,19 @@ final class Endpoint implements TensorEndpoint {
             closed = true;
             thread = ackThread;
         }
+        reading.closingFromHandler(); // a handler that closes: its own tensor is handled
+        reading.readBeforeClose(); // an ACK that came decides its tensor, not CLOSED
         if (thread != null) {
             thread.stop();
         }
         try {
             channel.close();
         } finally {
-            transport.close();
-            outcomes.closed();
+            try {
+                transport.close();
+            } finally {
+                outcomes.closed(); // whatever the closes threw: every tensor still in flight is told CLOSED
+            }
         }
     }
 

@@ -31,6 +31,7 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
     private long offset;
     private long nbytes;
     private boolean kept;
+    private boolean ackedEarly; // ACKed from inside its handler: a handler that closes the endpoint
     private boolean inHandler;
     // The request id: its bytes in the record, read as ASCII; another text is decoded once.
     private long textAt;
@@ -41,23 +42,39 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
         this.endpoint = endpoint;
     }
 
-    /** Hands one validated-on-receive record's tensor to {@code to}; returns whether it was kept. */
-    boolean deliver(String sender, MemorySegment in, long recordAt, int recordLength, TensorHandler to,
-                    TensorTransport transport) {
+    /**
+     * Hands one validated-on-receive record's tensor to {@code to}; {@link #keptOrAcked} then says whether its ACK is
+     * someone else's, whether the handler returned or threw.
+     */
+    void deliver(String sender, MemorySegment in, long recordAt, int recordLength, TensorHandler to,
+                 TensorTransport transport) {
         this.handler = to;
         this.from = sender;
         this.record = in;
         this.at = recordAt;
         this.length = recordLength;
         this.kept = false;
+        this.ackedEarly = false;
         try {
             transport.records().receive(in, recordAt, recordLength, this); // validates, then calls read()
-            return kept;
         } finally {
             this.inHandler = false;
             this.memory = null;
             this.record = null;
             this.handler = null;
+        }
+    }
+
+    /** Whether the last tensor handed over was kept (its view's close ACKs it) or ACKed by {@link #ackNow}. */
+    boolean keptOrAcked() {
+        return kept || ackedEarly;
+    }
+
+    /** ACKs the tensor whose handler runs now, unless kept: its handler closes the endpoint, so it is handled. */
+    void ackNow() {
+        if (inHandler && !kept && !ackedEarly) {
+            ackedEarly = true;
+            endpoint.ack(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at), false);
         }
     }
 

@@ -39,11 +39,18 @@ final class MailboxReading {
     static final long IDLE_READ_NS = 1_000_000;
     /** How many outcomes a thread of the application tells after it read; the ACK thread tells the rest. */
     static final int APPLICATION_TELLS = 64;
+    /** The most messages close reads for ACKs: one pass over a full ring's worth, not a stream that goes on. */
+    private static final int CLOSE_READS = 4096;
     /**
      * Test-only seam: {@code -Dmstar.test.handlersHoldTheMailbox=true} runs the handlers under the reading lock, as
      * this class once did, so the usage campaign can show a stage whose handler waits on its own window stuck.
      */
     static final boolean HANDLERS_HOLD_THE_MAILBOX = Boolean.getBoolean("mstar.test.handlersHoldTheMailbox");
+    /**
+     * Test-only seam: {@code -Dmstar.test.errorDropsItsPoll=true} drops the rest of a poll, and the ACKs it gathered,
+     * when a handler throws an Error, as this class once did, so the usage campaign can show it finds them untold.
+     */
+    static final boolean ERROR_DROPS_ITS_POLL = Boolean.getBoolean("mstar.test.errorDropsItsPoll");
 
     private final TensorChannel.Records records;
     private final TensorTransport transport;
@@ -66,6 +73,7 @@ final class MailboxReading {
     private volatile long seenAppPollsAt;
     private volatile long handlersSince; // when the handlers of the poll handing over now began; 0 when none runs
     private long handlerStarted; // when the handler running now began; guarded by handling
+    private boolean closedByHandler; // a handler closed the endpoint: its poll hands over no more; guarded by handling
 
     MailboxReading(TensorChannel.Records records, TensorTransport transport, Outcomes outcomes, MessageWait wait,
                    Incoming incoming, ShmMailbox local) {
@@ -136,16 +144,54 @@ final class MailboxReading {
         }
         handlersSince = System.nanoTime();
         handlerStarted = handlersSince;
+        closedByHandler = false;
+        int i = 0;
         try {
-            for (int i = 0; i < batch.size(); i++) {
+            for (; i < batch.size() && !closedByHandler; i++) {
                 dispatch(batch.from(i), batch.records(), batch.at(i), batch.length(i), handler);
             }
-            gathered.send(); // after a handler's Error: the next poll that hands tensors over, or the ACK thread
+        } catch (Throwable e) { // a handler's Error: its tensor is ACKed, the poll's later ones wait for the next poll
+            if (!ERROR_DROPS_ITS_POLL) {
+                parkFrom(i + 1);
+            }
+            throw e;
         } finally {
             handlersSince = 0;
-            if (local != null) {
-                local.handlerRuns(false);
+            try {
+                if (!ERROR_DROPS_ITS_POLL || i == batch.size()) {
+                    gathered.send();
+                }
+            } finally {
+                if (local != null) {
+                    local.handlerRuns(false);
+                }
             }
+        }
+    }
+
+    // The batch's records from index `first` on, parked ahead of any parked since: the next poll hands them over.
+    private void parkFrom(int first) {
+        reading.lock();
+        try {
+            for (int k = batch.size() - 1; k >= first; k--) {
+                parked.addFirst(new Parked(batch.from(k),
+                    batch.records().asSlice(batch.at(k), batch.length(k)).toArray(ValueLayout.JAVA_BYTE)));
+            }
+            anyParked = !parked.isEmpty();
+        } finally {
+            reading.unlock(); // nothing decided here: no telling
+        }
+    }
+
+    /**
+     * The endpoint closes on this thread from inside a handler (a "stop" tensor): that tensor is handled, so it and
+     * the ACKs its poll gathered go now, while the mailbox is open; the poll's later tensors are not handed over.
+     */
+    void closingFromHandler() {
+        if (handling.isHeldByCurrentThread()) {
+            closedByHandler = true;
+            gathered.send();
+            incoming.ackNow();
         }
     }
 
@@ -157,10 +203,9 @@ final class MailboxReading {
     // Hands one record's tensor to the handler, then ACKs it (or refuses it, when its slot was reused under the read);
     // a small tensor's ACK after a quick handler is gathered with the poll's next ones.
     private void dispatch(String from, MemorySegment record, long at, int length, TensorHandler handler) {
-        boolean kept = false;
         boolean stale = false;
         try {
-            kept = incoming.deliver(from, record, at, length, handler, transport);
+            incoming.deliver(from, record, at, length, handler, transport);
         } catch (StaleTensorException e) {
             stale = true; // counted and logged where the stamp was read; the producer hears of it below
         } catch (RuntimeException e) {
@@ -169,7 +214,8 @@ final class MailboxReading {
             long now = System.nanoTime();
             boolean quick = now - handlerStarted < GatheredAcks.QUICK_NS;
             handlerStarted = now;
-            if (!kept && DescriptorCodec.recordLength(record, at, length) == length) {
+            // A kept tensor (even one whose handler threw after keep()) is ACKed when its view closes.
+            if (!incoming.keptOrAcked() && DescriptorCodec.recordLength(record, at, length) == length) {
                 long msb = DescriptorCodec.uuidMsb(record, at);
                 long lsb = DescriptorCodec.uuidLsb(record, at);
                 if (quick && !stale && DescriptorCodec.nbytes(record, at) <= GatheredAcks.SMALL_BYTES) {
@@ -273,6 +319,23 @@ final class MailboxReading {
             Thread.currentThread().interrupt();
         } catch (IllegalStateException e) {
             LOG.debug("mailbox closed while settling: {}", e.getMessage());
+        }
+    }
+
+    /** Reads what waits in the mailbox once, before it closes, so that each ACK that came decides its tensor. */
+    void readBeforeClose() {
+        try {
+            if (reading.tryLock(100, TimeUnit.MILLISECONDS)) {
+                try {
+                    records.pollRecords(reader, CLOSE_READS);
+                } finally {
+                    unlockReading(0); // close tells them all, with the CLOSED ones
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IllegalStateException e) {
+            LOG.debug("mailbox closed before the endpoint: {}", e.getMessage());
         }
     }
 

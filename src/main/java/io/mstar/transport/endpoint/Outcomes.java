@@ -156,8 +156,9 @@ final class Outcomes {
             } else if (failure == null && fate == TensorFates.Fate.EXPIRED) {
                 failure = Delivery.Failure.EXPIRED;
                 detail = "no ACK within " + TransportConfig.SLOT_TTL_S + "=" + config.slotTtl().toSeconds() + " s";
-            } else if (failure != null && fate == TensorFates.Fate.ACKED && sent.removedPartly) {
-                // The fan-out's other consumers ACKed it: a definite failure would have a retry handled twice there.
+            } else if (failure != null && fate != TensorFates.Fate.EXPIRED && sent.removedPartly) {
+                // Freed by the last share's ACK, or by the death of the last consumers that had not ACKed: the others
+                // ACKed it, and a definite failure would have a retry handled twice there.
                 failure = Delivery.Failure.PARTIAL;
                 detail = "the other consumers of the fan-out ACKed it; " + detail;
             }
@@ -240,10 +241,13 @@ final class Outcomes {
         for (int k = 0; k < uuids.length; k += 2) {
             freed(uuids[k], uuids[k + 1], TensorFates.Fate.ACKED, null);
         }
-        if (listener == null || decided.tellingOnThisThread() || (CLOSE_LEAVES_POLLED_UNTOLD && toldWhenPolled)) {
+        if (listener == null || (CLOSE_LEAVES_POLLED_UNTOLD && toldWhenPolled)) {
             return;
         }
-        decided.closing(); // every loop from now on tells them all, a polled one too
+        decided.closing(); // every loop from now on tells them all, a polled one too, and one of limited tells
+        if (decided.tellingOnThisThread()) {
+            return; // a listener that closes: the loop it returns to tells them, whatever that loop's limit
+        }
         long deadline = System.nanoTime() + CLOSE_TELLS_NS;
         while (decided.size() > 0 && System.nanoTime() < deadline) {
             if (decided.drain(teller, Integer.MAX_VALUE) == 0) {
