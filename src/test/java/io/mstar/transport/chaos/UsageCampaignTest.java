@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * control brings back an outcome queue whose take is not atomic (two threads telling at once may tell one outcome
  * twice and skip the next: a misnamed outcome) and expects the campaign to find it ({@code -Dgroups=slow}); so do
  * one for each class the campaign grew with (a listener that posts, a stage whose handler waits on its own window,
- * close with a listener told when polled), each bringing back the code it replaced.
+ * close with a listener told when polled, a handler that throws an Error), each bringing back the code it replaced.
  */
 @Timeout(value = 120, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class UsageCampaignTest {
@@ -70,6 +70,13 @@ class UsageCampaignTest {
     @Tag("slow")
     void withCloseLeavingAPolledListenerUntoldTheCampaignFindsPostsNeverTold() throws Exception {
         assertFinds("-Dmstar.test.closeLeavesPolledUntold=true", "closePolled");
+    }
+
+    /** A handler's Error that drops the rest of its poll and the ACKs it gathered (as it once did): posts untold. */
+    @Test
+    @Tag("slow")
+    void withAnErrorDroppingItsPollTheCampaignFindsPostsNeverTold() throws Exception {
+        assertFinds("-Dmstar.test.errorDropsItsPoll=true", "throws");
     }
 
     private void assertFinds(String seam, String forced) throws Exception {

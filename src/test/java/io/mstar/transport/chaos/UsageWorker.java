@@ -45,7 +45,8 @@ import java.util.concurrent.locks.LockSupport;
  * follow-up tensor for each outcome, or claim and post one, as a request loop does; poll outcomes from inside
  * the listener), a window of 1 to 4,096, and whether it ends by closing with tensors in flight (every post then
  * told once, DELIVERED or CLOSED, by the time close returns; a post that threw told nothing). The consumer draws
- * {@code receive}, {@code poll} in a loop, or keeping some tensors past the handler and closing them later; given
+ * {@code receive}, {@code poll} in a loop, keeping some tensors past the handler and closing them later, or a
+ * handler that throws an Error now and then, which the loop catches before it receives again; given
  * a stage's downstream entity, it is a pipeline stage whose handler forwards each tensor there under a window of
  * its own that its listener releases, and once a run blocks for up to 5 s.
  * Usage: {@code producer ENTITY SEED MILLIS CONSUMER,...} or {@code consumer ENTITY SEED [DOWNSTREAM]}.
@@ -555,8 +556,10 @@ public final class UsageWorker {
     }
 
     private static void consume(Deployment deployment, SplittableRandom r) {
-        int mode = r.nextInt(3); // 0 receive, 1 poll in a loop, 2 receive and keep some for later
-        OUT.println("CONFIG " + deployment.entity() + " mode=" + List.of("receive", "poll", "keep").get(mode));
+        // 0 receive, 1 poll in a loop, 2 receive and keep some for later, 3 receive with a handler that throws an
+        // Error now and then (the loop catches it and receives again)
+        int mode = System.getProperty("usage.forced", "").equals("throws") ? 3 : r.nextInt(4);
+        OUT.println("CONFIG " + deployment.entity() + " mode=" + List.of("receive", "poll", "keep", "throws").get(mode));
         Set<String> seen = ConcurrentHashMap.newKeySet();
         ArrayDeque<ReceivedTensor> kept = new ArrayDeque<>();
         AtomicLong got = new AtomicLong();
@@ -573,11 +576,19 @@ public final class UsageWorker {
             if (mode == 2 && r.nextInt(4) == 0) {
                 kept.add(t.keep());
             }
+            if (mode == 3 && r.nextInt(16) == 0) {
+                throw new AssertionError("a handler's Error, handled tensor " + id);
+            }
         };
         try (TensorEndpoint endpoint = TensorEndpoint.open(deployment)) {
             OUT.println("READY " + deployment.entity());
             while (true) { // until the campaign stops this process (SIGTERM)
-                int read = mode == 1 ? endpoint.poll(check, 1 + r.nextInt(64)) : endpoint.receive(check, Duration.ofMillis(100));
+                int read;
+                try {
+                    read = mode == 1 ? endpoint.poll(check, 1 + r.nextInt(64)) : endpoint.receive(check, Duration.ofMillis(100));
+                } catch (AssertionError thrown) {
+                    read = 1; // the application caught its handler's Error and reads on
+                }
                 if (mode == 1 && read == 0) {
                     LockSupport.parkNanos(r.nextInt(50_000));
                 }
