@@ -2,12 +2,10 @@
 keep() holds the ACK, forged descriptors refused by name with the consumer serving on, a killed consumer told to
 its producer; and the negative controls that turn the stamp check and the liveness check off."""
 import os
-import shutil
 import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -18,16 +16,6 @@ from mstar_transport import format as f
 from mstar_transport.shm import PeerMailbox, address_of
 
 DEPLOYMENT = "ipc:///tmp/mstar-python-unit"
-
-
-@pytest.fixture
-def shm_env():
-    directory = tempfile.mkdtemp(prefix="mstar-pytest-", dir="/dev/shm")
-    env = {"MSTAR_SHM_DIR": directory, "MSTAR_SHM_ARENA_SEGMENT_MB": "4", "MSTAR_SHM_ARENA_FULL_TIMEOUT_S": "0.2"}
-    yield env
-    left = os.listdir(directory)
-    shutil.rmtree(directory)
-    assert left == [], f"files left behind: {left}"
 
 
 def test_a_tensor_arrives_in_place_read_only_and_is_told_delivered_once(shm_env):
@@ -42,7 +30,7 @@ def test_a_tensor_arrives_in_place_read_only_and_is_told_delivered_once(shm_env)
         def check(tensor):
             array = tensor.array
             assert not array.flags.writeable
-            mapping = consumer.files.maps[tensor.descriptor.file_name]
+            mapping = consumer.files.maps[tensor.descriptor.file_name].map
             assert array.ctypes.data == address_of(mapping) + tensor.descriptor.offset  # the producer's slot, no copy
             np.testing.assert_array_equal(array, sent[np.dtype(tensor.request_id).type])
             with pytest.raises(ValueError):
