@@ -354,10 +354,12 @@ class Endpoint:
             np.copyto(claim.array, source.view(claim.array.dtype))
         return claim
 
-    def _peer(self, entity: str) -> PeerMailbox:
+    def _peer(self, entity: str, current: bool = False) -> PeerMailbox:
+        """The entity's mailbox, mapped once; probed at most once a second (or, with `current`, checked to be the
+        file at its name now: an ACK must reach a restarted producer, never its predecessor's unlinked mailbox)."""
         peer = self.peers.get(entity)
         now = time.monotonic()
-        if peer is not None and now > peer.next_check:  # its owner's lock, probed at most once a second
+        if peer is not None and (now > peer.next_check or (current and not peer.is_current())):
             peer.next_check = now + _LIVENESS_INTERVAL_S
             if not peer.is_alive():
                 del self.peers[entity]
@@ -724,7 +726,7 @@ class Endpoint:
         for pending, mtype in ((self.pending_acks, f.ACKS), (self.pending_refusals, f.REFUSALS)):
             for producer, keys in list(pending.items()):
                 try:
-                    peer = self._peer(producer)
+                    peer = self._peer(producer, current=True)
                     while keys:
                         batch = keys[:_ACKS_PER_MESSAGE]
                         if not peer.write(mtype, f.encode_message(self.entity, len(batch), f.encode_uuids(batch)),

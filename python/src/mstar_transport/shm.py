@@ -74,6 +74,18 @@ def open_checked(path: str, flags: int):
     return fd, st
 
 
+def map_apart(fd: int, size: int, prot: int) -> mmap.mmap:
+    """Maps the file through an open file of its own: Python's mmap keeps a dup of the descriptor it maps, which
+    would share the locks of `fd` (flock and OFD locks belong to the open file) and keep them held in a forked child
+    after this process died."""
+    flags = os.O_RDWR if prot & mmap.PROT_WRITE else os.O_RDONLY
+    apart = os.open(f"/proc/self/fd/{fd}", flags | os.O_CLOEXEC)
+    try:
+        return mmap.mmap(apart, size, mmap.MAP_SHARED, prot)
+    finally:
+        os.close(apart)
+
+
 def address_of(mapping) -> int:
     """The address of a mapping (the numpy view that tells it is let go at once, so close() stays possible)."""
     view = np.frombuffer(mapping, dtype=np.uint8, count=1)
@@ -97,7 +109,7 @@ class OwnedFile:
         try:
             if size > 0:
                 os.posix_fallocate(self.fd, 0, size)  # a full tmpfs fails here, never as SIGBUS later
-            self.map = mmap.mmap(self.fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) if size else None
+            self.map = map_apart(self.fd, size, mmap.PROT_READ | mmap.PROT_WRITE) if size else None
         except BaseException:
             os.close(self.fd)
             os.unlink(self.path)
@@ -363,11 +375,12 @@ class PeerMailbox:
             if st.st_size < f.MAILBOX_FILE_BYTES:
                 raise PeerUnavailableError(entity, f"the mailbox of entity {entity} is {st.st_size} bytes, not a"
                                                    f" mailbox")
-            self.map = mmap.mmap(self.fd, f.MAILBOX_FILE_BYTES, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            self.map = map_apart(self.fd, f.MAILBOX_FILE_BYTES, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(self.fd)
             raise
         self.base = address_of(self.map)
+        self.inode = (st.st_dev, st.st_ino)
         self.slot = -1
         if owner_is_dead(self.path):
             self.close()
@@ -387,6 +400,14 @@ class PeerMailbox:
                 self.map[f.WRITERS_OFFSET + i] = 1
                 break
         self.message = ffi.new("uint8_t[]", f.RING_BYTES // 8)
+
+    def is_current(self) -> bool:
+        """Whether the file at the mailbox's name is still the one mapped here (one stat)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        return (st.st_dev, st.st_ino) == self.inode
 
     def is_alive(self) -> bool:
         """Whether the owner that made this mailbox still holds it (its lock, and the same incarnation)."""
