@@ -33,8 +33,9 @@ with Endpoint.open(sys.argv[1], sys.argv[3], env={"MSTAR_SHM_DIR": sys.argv[2]})
     deadline = time.monotonic() + 20
     while not handed and time.monotonic() < deadline:
         ep.receive(lambda t: handed.append(t.request_id), timeout=0.2)
-    ep.receive(lambda t: None, timeout=0.5)
-print("HANDED", handed, flush=True)
+    print("HANDED", handed, flush=True)
+    while True:  # alive until killed: its predecessor's tensors must be told dead while it lives
+        ep.receive(lambda t: None, timeout=1)
 """
 
 
@@ -63,9 +64,11 @@ def test_a_restarted_consumers_predecessor_is_told_dead_for_its_tensors(shm_env)
             new = producer.post("mortal", "new", np.zeros(64, np.uint8))
             outcomes = {o.uuid_lsb: o.failure for o in producer.await_outcomes(4, 6)}
             assert outcomes == {**{lsb: CONSUMER_DIED for lsb in old}, new: None}
-            assert second.communicate(timeout=20)[0].strip() == "HANDED ['new']"
+            assert second.stdout.readline().strip() == "HANDED ['new']"
         finally:
             second.kill()
+            second.wait()
+            _remove_dead(shm_env, "_mailbox_mortal")
 
 
 FORKED = """
