@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mstar_transport import Endpoint
+from mstar_transport import format as f
 
 DEPLOYMENT = "ipc:///tmp/mstar-python-dtypes"
 
@@ -18,7 +19,7 @@ def _round_trip(shm_env, post):
         count = post(producer)
         got = []
         while len(got) < count:
-            assert consumer.receive(lambda t: got.append((t.request_id, t.dtype, t.array.copy())), timeout=5)
+            assert consumer.receive(lambda t: got.append((t.request_id, f.DTYPES[t.descriptor.dtype][0], t.array.copy())), timeout=5)
         assert {o.failure for o in producer.await_outcomes(count, 5)} == {None}
         return {rid: (dtype, array) for rid, dtype, array in got}
 
