@@ -8,7 +8,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 python=/usr/bin/python3
 if ! "$python" -c 'import numpy, cffi, pytest, hypothesis' 2>/dev/null; then
     echo "python tests skipped: $python lacks numpy, cffi, pytest or hypothesis" \
-         "(apt-get install python3-numpy python3-pytest python3-hypothesis python3-cffi python3-venv python3-dev)"
+         "(apt-get install gcc python3-dev python3-numpy python3-cffi python3-setuptools python3-wheel python3-venv python3-pytest python3-hypothesis)"
     rm -rf "$venv"
     exit 0
 fi

@@ -1,5 +1,8 @@
+import os
 import pathlib
 import re
+import shutil
+import tempfile
 
 import pytest
 
@@ -28,3 +31,14 @@ def golden_values(name):
 @pytest.fixture
 def spec():
     return golden_blocks()
+
+
+@pytest.fixture
+def shm_env():
+    """A private directory under /dev/shm for one test, checked empty at its end: nothing may be left behind."""
+    directory = tempfile.mkdtemp(prefix="mstar-pytest-", dir="/dev/shm")
+    env = {"MSTAR_SHM_DIR": directory, "MSTAR_SHM_ARENA_SEGMENT_MB": "4", "MSTAR_SHM_ARENA_FULL_TIMEOUT_S": "0.2"}
+    yield env
+    left = os.listdir(directory)
+    shutil.rmtree(directory)
+    assert left == [], f"files left behind: {left}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import secrets
 import struct
-import time
 import uuid as uuidlib
 
 from . import format as f
@@ -72,21 +71,17 @@ class Arena:
         self.segments = []
         self.spills = {}
 
-    def reserve(self, nbytes: int, msb: int, lsb: int, wait_for_frees) -> Slot:
-        """A stamped slot for a tensor: a segment's, waiting up to the full timeout for frees, else a spill file."""
+    def take(self, nbytes: int, msb: int, lsb: int):
+        """A stamped slot in a segment (growing one if the cap allows), or None when the arena is full."""
         size = (f.slot_bytes(nbytes) + f.SLOT_ALIGNMENT - 1) & ~(f.SLOT_ALIGNMENT - 1)
-        deadline = None
-        while True:
-            slot = self._take(size, nbytes)
-            if slot is not None:
-                lib.mst_store_release64(slot.address + f.stamp_at(0, nbytes), msb)
-                lib.mst_store_release64(slot.address + f.stamp_at(0, nbytes) + 8, lsb)
-                return slot
-            if deadline is None:
-                deadline = time.monotonic() + self.full_timeout_s
-            if time.monotonic() >= deadline:
-                break
-            wait_for_frees(min(0.01, max(0.0, deadline - time.monotonic())))
+        slot = self._take(size, nbytes)
+        if slot is not None:
+            lib.mst_store_release64(slot.address + f.stamp_at(0, nbytes), msb)
+            lib.mst_store_release64(slot.address + f.stamp_at(0, nbytes) + 8, lsb)
+        return slot
+
+    def spill(self, nbytes: int, msb: int, lsb: int) -> Slot:
+        """A file of its own for a tensor the full arena could not take in time (section 5)."""
         if not self.spill_on:
             raise MemoryError(f"the arena is full ({len(self.segments)} segments of {self.segment_bytes >> 20} MiB)"
                               f" for {self.full_timeout_s} s and spilling is off (MSTAR_SHM_ARENA_SPILL=0)")
@@ -130,6 +125,12 @@ class Arena:
         for segment in self.segments:
             segment.file.remove()
         self.segments.clear()
+
+    def drop_after_fork(self):
+        for slot in self.spills.values():
+            slot.file.drop_after_fork()
+        for segment in self.segments:
+            segment.file.drop_after_fork()
 
 
 def stamp_holds(mapping, offset: int, nbytes: int, msb: int, lsb: int) -> bool:

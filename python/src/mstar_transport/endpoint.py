@@ -1,15 +1,24 @@
 """One worker's endpoint on the arena, as the JVM's TensorEndpoint: post tensors to entities and hear exactly one
-outcome for each; receive tensors in place, read-only and zero-copy, ACKed when the handler returns or when a kept
-tensor's lease closes. Not thread-safe: one thread uses an endpoint (outcomes are told on it)."""
+outcome for each; receive tensors in place, read-only and zero-copy, ACKed once the handler returned and the last
+view of the tensor is gone.
+
+Threads: an endpoint may be used from several threads. One lock guards its state (the tensors in flight, the rings
+it reads and writes, the ACKs it owes); handlers and listeners run outside it. Outcomes are told one at a time,
+never re-entrantly: a listener that posts or closes has its own outcomes told after it returns, by the same loop.
+After fork() an endpoint belongs to the parent: the child's copy refuses every call and leaves the parent's files
+and locks alone."""
 from __future__ import annotations
 
+import asyncio
 import atexit
+import collections
 import os
 import secrets
 import signal
 import struct
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -17,21 +26,32 @@ import numpy as np
 
 from . import format as f
 from .arena import Arena, Slot, stamp_holds
-from .shm import Mailbox, PeerFiles, PeerMailbox, PeerUnavailableError, shm_dir
+from .lease import lend
+from .shm import (Mailbox, PeerFiles, PeerMailbox, PeerUnavailableError, UntrustedFileError, shm_dir, sweep)
 
 # The failure names of the JVM side's Delivery.Failure.
 CONSUMER_DIED = "CONSUMER_DIED"
 REFUSED = "REFUSED"
 CLOSED = "CLOSED"
 
-_NUMPY = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "F64": np.float64, "I8": np.int8,
+# How each format dtype is held in numpy: BF16 and the 8-bit floats as their bits (numpy has no such types); BF16 as
+# int16, which torch 1.13's from_numpy takes (it refuses uint16).
+_NUMPY = {"F32": np.float32, "F16": np.float16, "BF16": np.int16, "F64": np.float64, "I8": np.int8,
           "U8": np.uint8, "I16": np.int16, "I32": np.int32, "I64": np.int64, "BOOL": np.bool_,
           "F8_E4M3FN": np.uint8, "F8_E5M2": np.uint8, "F8_E4M3FNUZ": np.uint8, "F8_E5M2FNUZ": np.uint8}
 _CODE_OF_NUMPY = {np.dtype(np.float32): 1, np.dtype(np.float16): 2, np.dtype(np.float64): 4,
                   np.dtype(np.int8): 5, np.dtype(np.uint8): 6, np.dtype(np.int16): 7, np.dtype(np.int32): 8,
                   np.dtype(np.int64): 9, np.dtype(np.bool_): 10}
+_TORCH_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F64": "float64", "I8": "int8",
+                "U8": "uint8", "I16": "int16", "I32": "int32", "I64": "int64", "BOOL": "bool",
+                "F8_E4M3FN": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "F8_E4M3FNUZ": "float8_e4m3fnuz",
+                "F8_E5M2FNUZ": "float8_e5m2fnuz"}
 _ACKS_PER_MESSAGE = 1024
 _LIVENESS_INTERVAL_S = 1.0
+_FULL_RING_TIMEOUT_S = 30.0  # a post waits this long for room in a live consumer's mailbox, then is REFUSED
+_MAX_SLEEP_S = 1.0  # every wait wakes at least this often: liveness, views let go on other threads
+
+_ENDPOINTS: "weakref.WeakSet[Endpoint]" = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -45,7 +65,9 @@ class Outcome:
 
 
 class Listener:
-    """Told each outcome exactly once, on the thread that uses the endpoint."""
+    """Told each outcome exactly once, one at a time, on a thread that calls the endpoint (receive, poll_outcomes,
+    await_outcomes, post, claim or close). May call the endpoint (post, claim, close). May raise: the outcomes
+    after it are still told, and the first exception is raised out of that call once they all were."""
 
     def delivered(self, request_id: str, uuid_msb: int, uuid_lsb: int) -> None:
         pass
@@ -55,27 +77,41 @@ class Listener:
 
 
 class Claim:
-    """Room for one tensor in this process's arena: fill `array` in place, then `Endpoint.post(to, claim)`."""
+    """Room for one tensor in this process's arena: fill `array` in place, then `Endpoint.post(to, claim)`, once.
+    After the post `array` refuses access; a view of it kept longer holds the slot from reuse until it is gone."""
 
-    def __init__(self, request_id: str, dtype_code: int, shape, slot: Slot, msb: int, lsb: int):
+    def __init__(self, endpoint: "Endpoint", request_id: str, dtype_code: int, shape, slot: Slot, msb: int,
+                 lsb: int, array: np.ndarray):
         self.request_id, self.dtype_code, self.shape, self.slot = request_id, dtype_code, tuple(shape), slot
         self.uuid_msb, self.uuid_lsb = msb, lsb
-        name = f.DTYPES[dtype_code][0]
-        count = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
-        self.array = np.frombuffer(slot.file.map, dtype=_NUMPY[name], count=count, offset=slot.offset) \
-            .reshape(self.shape) if slot.file.map is not None else np.zeros(self.shape, _NUMPY[name])
+        self.posted = False
+        self._endpoint = endpoint
+        self._array = array
+
+    @property
+    def array(self) -> np.ndarray:
+        if self._array is None:
+            raise RuntimeError(f"the claim was posted: its slot is no longer the writer's: request_id={self.request_id}")
+        return self._array
+
+    def torch(self):
+        """`array` as a torch tensor of the claim's dtype (bf16 and 8-bit floats where torch has them)."""
+        return _as_torch(self.array, self.dtype_code)
 
 
 class Received:
-    """A tensor handed to a handler: `array` is a read-only numpy view of the producer's bytes, in place."""
+    """A tensor handed to a handler: `array` is a read-only numpy view of the producer's bytes, in place.
 
-    def __init__(self, endpoint: "Endpoint", d: f.Descriptor, array: np.ndarray, mapping):
+    The tensor is ACKed once its handler returned (or, after `keep()`, once it is closed) and no array made from it
+    is left: a view kept longer holds the producer's slot, so it can never show another tensor's bytes. `array`
+    itself refuses access after that point."""
+
+    def __init__(self, endpoint: "Endpoint", d: f.Descriptor, array: np.ndarray, on_let_go):
         self.descriptor = d
-        self.array = array
+        self._array = array
         self._endpoint = endpoint
-        self._mapping = mapping
+        self._on_let_go = on_let_go  # a zero-byte tensor has no lease: its ACK goes when it is let go
         self._kept = False
-        self._done = False
 
     @property
     def request_id(self) -> str:
@@ -85,22 +121,55 @@ class Received:
     def producer(self) -> str:
         return self.descriptor.producer
 
+    @property
+    def dtype(self) -> str:
+        """The format's name of the dtype (BF16 and the 8-bit floats arrive in numpy as their bits)."""
+        return f.DTYPES[self.descriptor.dtype][0]
+
+    @property
+    def array(self) -> np.ndarray:
+        if self._array is None:
+            raise RuntimeError(f"the tensor was handed back when its handler returned (or it was closed): call keep()"
+                               f" in the handler to read it later: request_id={self.request_id}")
+        return self._array
+
+    def torch(self):
+        """The tensor as a read-only-by-contract torch tensor of its dtype, sharing the bytes (bf16 and the 8-bit
+        floats where torch has them, their bits otherwise). It holds the slot like any view; never write to it."""
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch has no read-only tensors and says so
+            return _as_torch(self.array, self.descriptor.dtype)
+
     def keep(self) -> "Received":
-        """Keeps the tensor past the handler's return: its ACK goes when the returned lease closes (or `with`)."""
+        """Keeps the tensor past the handler's return: its ACK waits for `close()` (or the end of `with`)."""
         self._kept = True
         return self
 
     def close(self):
-        """Done with the bytes: checks the stamp again and ACKs (or refuses, if the slot was reused)."""
-        if not self._done:
-            self._done = True
-            self._endpoint._finished(self)
+        """Done with the bytes: once no view is left, the stamp is checked again and the tensor ACKed (or refused)."""
+        self._let_go()
+        self._endpoint._after_let_go()
+
+    def _let_go(self):
+        self._array = None
+        on_let_go, self._on_let_go = self._on_let_go, None
+        if on_let_go is not None:
+            on_let_go()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+class _Sent:
+    """A tensor in flight: to whom (an entity's incarnation, as the JVM keys shares) and where it lies."""
+    __slots__ = ("request_id", "consumer", "incarnation", "slot")
+
+    def __init__(self, request_id, consumer, incarnation, slot):
+        self.request_id, self.consumer, self.incarnation, self.slot = request_id, consumer, incarnation, slot
 
 
 class Endpoint:
@@ -112,23 +181,40 @@ class Endpoint:
         self.ns = f.namespace(deployment, self.env.get("MSTAR_DEPLOYMENT_TOKEN"))
         self.directory = shm_dir(self.env)
         self.listener = listener
+        self.sweep_interval_s = _seconds(self.env, "MSTAR_SHM_RECLAIM_INTERVAL_S", "30")
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._forked = False
+        self._pid = os.getpid()
+        self.closed = False
+        self._close_requested = False
+        self.stats = {"received": 0, "acks_sent": 0, "stale_reads": 0, "bad_descriptors": 0, "acks": 0,
+                      "unknown_acks": 0, "refused_files": 0, "unreachable_peers": 0, "swept_files": 0,
+                      "skipped_claims": 0}
+        self.stats["swept_files"] += sweep(self.directory)  # dead owners' files, before making ours
+        self.next_sweep = time.monotonic() + self.sweep_interval_s
         self.mailbox = Mailbox(self.directory, self.ns, self.entity)
         self.arena: Optional[Arena] = None
         self.peers: Dict[str, PeerMailbox] = {}
         self.files = PeerFiles(self.directory)
-        self.in_flight: Dict[Tuple[int, int], Tuple[str, str, Slot]] = {}  # uuid -> request id, consumer, slot
-        self.outcomes: List[Outcome] = []
+        self.in_flight: Dict[Tuple[int, int], _Sent] = {}
+        self._claims: Dict[Tuple[int, int], list] = {}  # uuid -> [slot, viewed, state]: when to free a slot
+        self.outcomes: List[Outcome] = []  # decided, for poll_outcomes (without a listener)
+        self._to_tell: collections.deque = collections.deque()  # decided, for the listener
+        self._telling = False
+        self._decided = 0  # outcomes decided so far
+        self._told = 0  # outcomes told to the listener so far
+        self._events = 0  # anything a waiting thread may want: a message read, an outcome decided or told
+        self._sleepers = 0
         self.pending_acks: Dict[str, List[Tuple[int, int]]] = {}
         self.pending_refusals: Dict[str, List[Tuple[int, int]]] = {}
-        self.waiting: List[Tuple[str, f.Descriptor]] = []  # descriptors read while taking ACKs
-        self.stats = {"received": 0, "acks_sent": 0, "stale_reads": 0, "bad_descriptors": 0, "acks": 0,
-                      "unknown_acks": 0}
+        self.waiting: collections.deque = collections.deque()  # (sender, descriptor) read, not yet handed
+        self._released: collections.deque = collections.deque()  # leases whose last view went (any thread)
         self.next_liveness = time.monotonic() + _LIVENESS_INTERVAL_S
-        self.closed = False
-        self._reading = False
         # Test-only seams: the negative controls show that the stamp check and the liveness check are what work.
         self._no_stamp_check = self.env.get("MSTAR_TEST_NO_STAMP_CHECK") == "1"
         self._no_liveness = self.env.get("MSTAR_TEST_NO_LIVENESS") == "1"
+        _ENDPOINTS.add(self)
         atexit.register(self.close)  # an endpoint left open is closed at exit, as the JVM's shutdown hook does
 
     @classmethod
@@ -154,47 +240,126 @@ class Endpoint:
         return self.arena
 
     def claim(self, request_id: str, dtype: str, shape) -> Claim:
-        """Room for a tensor of `dtype` (a format name such as "F32") and `shape` to fill in place."""
+        """Room for a tensor of `dtype` (a format name such as "F32") and `shape` to fill in place. A full arena
+        waits MSTAR_SHM_ARENA_FULL_TIMEOUT_S for ACKs, then spills to a file of its own."""
         self._check_open()
+        if dtype not in f.DTYPE_CODES:
+            raise ValueError(f"unknown dtype: dtype={dtype!r}, accepted: {', '.join(f.DTYPE_CODES)}")
         code = f.DTYPE_CODES[dtype]
-        nbytes = f.DTYPES[code][1] * int(np.prod(shape, dtype=np.int64)) if len(shape) else f.DTYPES[code][1]
+        shape = tuple(int(d) for d in shape)
+        if len(shape) > f.MAX_RANK or any(d < 0 for d in shape):
+            raise ValueError(f"shape must have at most {f.MAX_RANK} dimensions, none negative: shape={shape}")
+        nbytes = f.DTYPES[code][1]
+        for d in shape:
+            nbytes *= d
         msb, lsb = _new_uuid()
-        slot = self._arena().reserve(nbytes, msb, lsb, self._wait_for_frees)
-        return Claim(request_id, code, shape, slot, msb, lsb)
+        deadline = None
+        while True:
+            with self._lock:
+                self._check_open()
+                slot = self._arena().take(nbytes, msb, lsb)
+                if slot is None and deadline is not None and time.monotonic() >= deadline:
+                    slot = self._arena().spill(nbytes, msb, lsb)
+                if slot is not None:
+                    return self._claim_of(request_id, code, shape, slot, msb, lsb)
+            if deadline is None:
+                deadline = time.monotonic() + self._arena().full_timeout_s
+            since, _ = self._pass(None, 0)  # ACKs free slots
+            self._tell()
+            self._sleep(since, 0.01, False)
 
-    def post(self, to: str, request_id_or_claim, array=None) -> int:
-        """Sends a tensor to `to`: a filled Claim, or a request id and any buffer-protocol array (numpy, a CPU
-        torch tensor), copied once into a slot. Returns the low half of its uuid, which its outcome names."""
+    def _claim_of(self, request_id, code, shape, slot: Slot, msb, lsb) -> Claim:
+        key = (msb, lsb)
+        dtype = _NUMPY[f.DTYPES[code][0]]
+        if slot.file.map is None:  # an empty spill file: nothing to map
+            self._claims[key] = [slot, False, "claimed"]
+            return Claim(self, request_id, code, shape, slot, msb, lsb, np.zeros(shape, dtype))
+        self._claims[key] = [slot, True, "claimed"]
+        array = lend(slot.file.hold(), slot.address, dtype, shape, True,
+                     lambda hold: self._released.append((key, None)))
+        return Claim(self, request_id, code, shape, slot, msb, lsb, array)
+
+    def post(self, to: str, request_id_or_claim, array=None, dtype: Optional[str] = None) -> int:
+        """Sends a tensor to `to`: a filled Claim, or a request id and an array, copied once into a slot. The array
+        may be numpy (any buffer-protocol array; `dtype` names a format dtype for raw bits, e.g. "BF16" for int16
+        bits) or a torch tensor of any dtype and device (one copy, straight into the slot; a tensor that requires
+        grad is detached: its values are sent). Returns the low half of its uuid, which its outcome names.
+
+        Exactly one outcome follows a post that returned (an entity that does not run is REFUSED at once); a post
+        that raised tells none and frees its slot."""
         self._check_open()
         if isinstance(request_id_or_claim, Claim):
             claim = request_id_or_claim
+            if claim._endpoint is not self:
+                raise ValueError(f"the claim belongs to another endpoint: request_id={claim.request_id}")
         else:
-            source = np.ascontiguousarray(array.numpy() if hasattr(array, "numpy") else np.asarray(array))
-            code = _CODE_OF_NUMPY.get(source.dtype)
-            if code is None:
-                raise TypeError(f"no format dtype for numpy dtype {source.dtype}: use claim() with a format name")
-            claim = self.claim(request_id_or_claim, f.DTYPES[code][0], source.shape)
-            if source.nbytes:
-                claim.array[...] = source
-        slot = claim.slot
-        d = f.Descriptor(claim.uuid_msb, claim.uuid_lsb, claim.request_id, self.entity, claim.dtype_code,
-                         claim.shape, slot.nbytes, f.PLACEMENT_SPILL if slot.spill else f.PLACEMENT_ARENA,
-                         os.path.basename(slot.file.path), slot.offset)
+            claim = self._copied(request_id_or_claim, array, dtype)
         key = (claim.uuid_msb, claim.uuid_lsb)
-        try:
-            peer = self._peer(to)
-            peer.write(f.DESCRIPTORS, f.encode_message(self.entity, 1, f.encode_descriptor(d)))
-        except PeerUnavailableError as e:
-            self._arena().free(slot, *key)
-            self._tell(Outcome(claim.request_id, key[0], key[1], REFUSED, str(e)))
-            return key[1]
-        self.in_flight[key] = (claim.request_id, to, slot)
+        with self._lock:
+            self._check_open()
+            if claim.posted:
+                raise ValueError(f"the claim was posted already (a claim is posted once): "
+                                 f"request_id={claim.request_id}")
+            claim.posted = True
+            claim._array = None
+            slot = claim.slot
+            try:
+                f.check_entity(to)
+                d = f.Descriptor(claim.uuid_msb, claim.uuid_lsb, claim.request_id, self.entity, claim.dtype_code,
+                                 claim.shape, slot.nbytes, f.PLACEMENT_SPILL if slot.spill else f.PLACEMENT_ARENA,
+                                 os.path.basename(slot.file.path), slot.offset)
+                message = f.encode_message(self.entity, 1, f.encode_descriptor(d))
+                sent = _Sent(claim.request_id, to, 0, slot)
+                self.in_flight[key] = sent  # before the write: whatever raises after it, the cleared stamp refuses
+                peer = self._peer(to)
+                sent.incarnation = peer.incarnation
+                written = peer.write(f.DESCRIPTORS, message, _FULL_RING_TIMEOUT_S, self._drain)
+                if not written:
+                    raise PeerUnavailableError(to, f"the mailbox of entity {to} stayed full for"
+                                                   f" {_FULL_RING_TIMEOUT_S} s (it does not read)")
+                self._claims[key][2] = "posted"
+            except PeerUnavailableError as e:
+                self._decide(key, REFUSED, str(e))
+            except BaseException:
+                self.in_flight.pop(key, None)
+                self._slot_done(key)
+                raise
+        self._tell()
         return key[1]
 
-    def _peer(self, entity: str) -> PeerMailbox:
+    def _copied(self, request_id: str, array, dtype: Optional[str]) -> Claim:
+        """A claim holding a copy of `array` (numpy or torch)."""
+        if type(array).__module__.split(".")[0] == "torch":
+            t = array.detach()
+            names = {v: k for k, v in _TORCH_NAMES.items()}
+            name = names.get(str(t.dtype).replace("torch.", ""))
+            if name is None:
+                raise TypeError(f"no format dtype for torch dtype {t.dtype}")
+            claim = self.claim(request_id, name, tuple(t.shape))
+            if t.numel():
+                claim.torch().copy_(t)
+            return claim
+        source = np.asarray(array, order="C")  # keeps a 0-d array 0-d
+        if dtype is not None:
+            if dtype not in f.DTYPE_CODES or np.dtype(_NUMPY[dtype]).itemsize != source.dtype.itemsize:
+                raise ValueError(f"dtype {dtype!r} does not fit an array of {source.dtype}")
+            name = dtype
+        else:
+            code = _CODE_OF_NUMPY.get(source.dtype)
+            if code is None:
+                raise TypeError(f"no format dtype for numpy dtype {source.dtype}: pass dtype= (a format name)")
+            name = f.DTYPES[code][0]
+        claim = self.claim(request_id, name, source.shape)
+        if source.nbytes:
+            np.copyto(claim.array, source.view(claim.array.dtype))
+        return claim
+
+    def _peer(self, entity: str, current: bool = False) -> PeerMailbox:
+        """The entity's mailbox, mapped once; probed at most once a second (or, with `current`, checked to be the
+        file at its name now: an ACK must reach a restarted producer, never its predecessor's unlinked mailbox)."""
         peer = self.peers.get(entity)
         now = time.monotonic()
-        if peer is not None and now > peer.next_check:  # its owner's lock, probed at most once a second
+        if peer is not None and (now > peer.next_check or (current and not peer.is_current())):
             peer.next_check = now + _LIVENESS_INTERVAL_S
             if not peer.is_alive():
                 del self.peers[entity]
@@ -205,102 +370,245 @@ class Endpoint:
             self.peers[entity] = peer
         return peer
 
-    def _wait_for_frees(self, seconds: float):
-        self._read(seconds, handler=None)
+    def await_peer(self, entity: str, timeout: float) -> bool:
+        """Waits until `entity` runs (its mailbox is live and ready) or the timeout; True if it does."""
+        f.check_entity(entity)
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                self._check_open()
+                try:
+                    self._peer(entity)
+                    return True
+                except PeerUnavailableError:
+                    pass
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
 
     # ---- outcomes ----
 
     def poll_outcomes(self) -> List[Outcome]:
-        """Reads what waits and returns the outcomes not told to a listener (all of them without one)."""
-        self._read(0, handler=None)
-        out, self.outcomes = self.outcomes, []
+        """Reads what waits and returns the outcomes not told to a listener (all of them without one). After
+        close() it returns the CLOSED ones."""
+        self._check_not_forked()
+        self._pass(None, 0)
+        self._tell()
+        with self._lock:
+            out, self.outcomes = self.outcomes, []
         return out
 
     def await_outcomes(self, count: int, timeout: float) -> List[Outcome]:
-        """Waits until `count` outcomes (without a listener) or all in flight are decided, or the timeout."""
+        """Waits until `count` outcomes were decided (returned here without a listener, told to it with one), or
+        nothing is in flight, or the timeout; returns as soon as one of these holds."""
+        self._check_not_forked()
         deadline = time.monotonic() + timeout
         out: List[Outcome] = []
-        while len(out) < count and time.monotonic() < deadline:
-            out += self.poll_outcomes()
-            if len(out) < count:
-                self._read(min(0.05, max(0.0, deadline - time.monotonic())), handler=None)
-        return out + self.poll_outcomes()
+        told = self._told
+        while True:
+            since, _ = self._pass(None, 0)
+            self._tell()
+            with self._lock:
+                out += self.outcomes
+                self.outcomes = []
+                done = len(out) if self.listener is None else self._told - told
+                idle = not self.in_flight and not self._to_tell
+            left = deadline - time.monotonic()
+            if done >= count or idle or left <= 0:
+                return out
+            self._sleep(since, left, False)
 
     def in_flight_count(self) -> int:
         return len(self.in_flight)
 
-    def _tell(self, outcome: Outcome):
+    def _queue_outcome(self, outcome: Outcome):
         if self.listener is None:
             self.outcomes.append(outcome)
-        elif outcome.failure is None:
-            self.listener.delivered(outcome.request_id, outcome.uuid_msb, outcome.uuid_lsb)
         else:
-            self.listener.failed(outcome.request_id, outcome.uuid_msb, outcome.uuid_lsb, outcome.failure,
-                                 outcome.detail)
+            self._to_tell.append(outcome)
+        self._decided += 1
+        self._event()
 
-    def _decide(self, key, failure: Optional[str], detail: Optional[str]):
-        entry = self.in_flight.pop(key, None)
-        if entry is None:
+    def _tell(self) -> int:
+        """Tells the listener the outcomes decided, one at a time: the thread that finds none being told tells them
+        all, so a listener never runs inside another. Returns how many this call told."""
+        if not self._to_tell:
+            return 0
+        with self._lock:
+            if self._telling:
+                return 0
+            self._telling = True
+        told = 0
+        first = None
+        while True:
+            with self._lock:
+                if not self._to_tell or self.listener is None:
+                    self._telling = False
+                    break
+                o = self._to_tell.popleft()
+                listener = self.listener
+            try:
+                if o.failure is None:
+                    listener.delivered(o.request_id, o.uuid_msb, o.uuid_lsb)
+                else:
+                    listener.failed(o.request_id, o.uuid_msb, o.uuid_lsb, o.failure, o.detail)
+            except BaseException as e:  # the rest are still told; the first is raised after them
+                first = first or e
+            with self._lock:
+                self._told += 1
+                told += 1
+                self._event()
+        if first is not None:
+            raise first
+        return told
+
+    def _decide(self, key, failure: Optional[str], detail: Optional[str]) -> bool:
+        sent = self.in_flight.pop(key, None)
+        if sent is None:
             return False
-        request_id, _, slot = entry
-        self._arena().free(slot, *key)
-        self._tell(Outcome(request_id, key[0], key[1], failure, detail))
+        self._slot_done(key)
+        self._queue_outcome(Outcome(sent.request_id, key[0], key[1], failure, detail))
         return True
 
+    def _slot_done(self, key):
+        """The slot's tensor is decided (or its post failed): freed now, or when the last view of its claim goes."""
+        state = self._claims.get(key)
+        if state is None:
+            return
+        if state[1]:
+            state[2] = "done"
+        else:
+            del self._claims[key]
+            if self.arena is not None and not self.closed:
+                self.arena.free(state[0], *key)
+
     def _check_liveness(self):
+        """Each consumer incarnation with tensors, probed once a second: a dead one, or one whose entity now runs
+        another incarnation, loses them (CONSUMER_DIED)."""
         now = time.monotonic()
         if now < self.next_liveness or not self.in_flight or self._no_liveness:
             return
         self.next_liveness = now + _LIVENESS_INTERVAL_S
-        consumers = {consumer for _, consumer, _ in self.in_flight.values()}
-        for consumer in consumers:
+        for consumer, incarnation in {(s.consumer, s.incarnation) for s in self.in_flight.values()}:
             peer = self.peers.get(consumer)
-            if peer is None or not peer.is_alive():
-                for key, (_, c, _) in list(self.in_flight.items()):
-                    if c == consumer:
-                        self._decide(key, CONSUMER_DIED, f"consumer {consumer} died before ACKing")
+            if peer is not None and peer.incarnation == incarnation and peer.is_alive():
+                continue
+            for key, s in list(self.in_flight.items()):
+                if s.consumer == consumer and s.incarnation == incarnation:
+                    self._decide(key, CONSUMER_DIED, f"consumer {consumer} died before ACKing")
 
     # ---- receiving ----
 
     def receive(self, handler: Callable[[Received], None], timeout: float = 0.0, limit: int = 64) -> int:
-        """Hands up to `limit` tensors to `handler`, waiting up to `timeout` seconds for the first; returns how many.
-        Each tensor is ACKed when the handler returns, unless it called `keep()` (then when it is closed)."""
+        """Hands up to `limit` tensors to `handler`, waiting up to `timeout` seconds; returns how many it handed.
+        Returns as soon as it handed one or an outcome was decided (told to the listener on this call). Each tensor
+        is ACKed once the handler returned and no view of it is left (after `keep()`, once it is closed).
+
+        A handler may raise: that tensor is done, the rest wait for the next call, and the error is raised here."""
         self._check_open()
-        return self._read(timeout, handler, limit)
-
-    def _read(self, timeout: float, handler, limit: int = 64) -> int:
-        self._reading = True
-        try:
-            return self._read_until(time.monotonic() + timeout, handler, limit, timeout)
-        finally:
-            self._reading = False
-            self._flush_acks()
-
-    def _read_until(self, deadline: float, handler, limit: int, timeout: float) -> int:
-        """Reads until a handler was handed something (or, without a handler, until an outcome was decided), or the
-        deadline passes; returns how many tensors were handed."""
+        deadline = time.monotonic() + timeout
+        decided = self._decided
         handed = 0
         while True:
-            if handler is not None:
-                while self.waiting and handed < limit:
-                    sender, d = self.waiting.pop(0)
-                    handed += self._hand(sender, d, handler)
-            in_flight = len(self.in_flight)
-            for mtype, body in self.mailbox.read(64):
-                self._message(mtype, body)
-            if handler is not None:
-                while self.waiting and handed < limit:
-                    sender, d = self.waiting.pop(0)
-                    handed += self._hand(sender, d, handler)
-            self._flush_acks()
-            self._check_liveness()
-            self.files.sweep()
+            since, n = self._pass(handler, limit - handed)
+            handed += n
+            self._tell()
             left = deadline - time.monotonic()
-            decided = len(self.in_flight) < in_flight
-            if handed or left <= 0 or (handler is None and (timeout == 0 or decided)):
+            if handed >= 1 or self._decided != decided or left <= 0 or self.closed:
                 return handed
-            if not self.mailbox.has_message():
-                self.mailbox.sleep(min(left, 0.1))
+            self._sleep(since, left, True)
+
+    def wait(self, timeout: float) -> bool:
+        """Waits until a tensor or an outcome waits to be taken (by receive, poll_outcomes or await_outcomes), or
+        the timeout; True if one does. For an executor thread: see `wait_async`."""
+        self._check_open()
+        deadline = time.monotonic() + timeout
+        while True:
+            since, _ = self._pass(None, 0)
+            with self._lock:
+                if self.waiting or self.outcomes or self._to_tell or self.closed:
+                    return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._sleep(since, left, True)
+
+    async def wait_async(self, timeout: float) -> bool:
+        """`wait` for asyncio: `while await ep.wait_async(1.0) or True: ep.receive(handle)` on the event loop, whose
+        thread then runs the handlers and listeners; the wait itself runs in the loop's default executor."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.wait, timeout)
+
+    def _pass(self, handler, limit: int) -> Tuple[int, int]:
+        """One pass: reads the mailbox, hands up to `limit` waiting tensors to `handler` (outside the lock), sends
+        the ACKs owed, probes liveness. Returns the event count at its end (for `_sleep`) and the tensors handed."""
+        with self._lock:
+            if self.closed or self._forked:
+                return self._events, 0
+            self._drain()
+            batch = [self.waiting.popleft() for _ in range(min(limit, len(self.waiting)))] if handler else []
+        handed = 0
+        try:
+            for i, (_, d) in enumerate(batch):
+                if self.closed or self._close_requested:
+                    with self._lock:
+                        self.waiting.extendleft(reversed(batch[i:]))  # close() refuses them
+                    break
+                try:
+                    handed += self._hand(d, handler)
+                except BaseException:
+                    with self._lock:
+                        self.waiting.extendleft(reversed(batch[i + 1:]))
+                    raise
+        finally:
+            with self._lock:
+                if not self.closed and not self._forked:
+                    self._housekeeping()
+                since = self._events
+            if self._close_requested and not getattr(self._local, "handing", 0):
+                self.close()
+        return since, handed
+
+    def _drain(self):
+        """Reads what waits in the mailbox (the lock held): descriptors wait for a handler, ACKs decide outcomes. Also
+        called while a write waits for room in a peer's ring, so that two endpoints writing to each other never
+        stall."""
+        messages = self.mailbox.read(64)
+        for mtype, body in messages:
+            self._message(mtype, body)
+        if messages:
+            self._event()
+
+    def _housekeeping(self):
+        self._release_views()
+        self._flush_acks()
+        self._check_liveness()
+        self.files.sweep()
+        self.stats["skipped_claims"] = self.mailbox.unblocks
+        if self.sweep_interval_s > 0 and time.monotonic() > self.next_sweep:
+            self.next_sweep = time.monotonic() + self.sweep_interval_s
+            self.stats["swept_files"] += sweep(self.directory)
+
+    def _event(self):
+        self._events += 1
+        if self._sleepers:
+            self.mailbox.wake()
+
+    def _sleep(self, since: int, timeout: float, for_tensors: bool):
+        """Sleeps on the mailbox's doorbell until a sender rings it, another thread of this endpoint has news (an
+        event after `since`), or the timeout; never longer than _MAX_SLEEP_S."""
+        with self._lock:
+            if (self._events != since or self._released or self.closed or self._forked
+                    or (for_tensors and self.waiting)):
+                return
+            cap = 0.05 if (self.pending_acks or self.pending_refusals) else _MAX_SLEEP_S  # ACKs for a full ring
+            self._sleepers += 1
+            ready = self.mailbox.arm()
+        try:
+            if not ready:
+                self.mailbox.sleep(min(timeout, cap))
+        finally:
+            with self._lock:
+                self._sleepers -= 1
 
     def _message(self, mtype: int, body: bytes):
         try:
@@ -316,8 +624,8 @@ class Endpoint:
                     self.waiting.append((sender, d))
             return
         for msb, lsb in items:
-            entry = self.in_flight.get((msb, lsb))
-            if entry is None or entry[1] != sender:
+            sent = self.in_flight.get((msb, lsb))
+            if sent is None or sent.consumer != sender:
                 self.stats["unknown_acks"] += 1
                 continue
             self.stats["acks"] += 1
@@ -326,91 +634,202 @@ class Endpoint:
             else:
                 self._decide((msb, lsb), REFUSED, f"consumer {sender} refused it: its slot was reused under it")
 
-    def _hand(self, sender: str, d: f.Descriptor, handler) -> int:
+    def _hand(self, d: f.Descriptor, handler) -> int:
         key = (d.uuid_msb, d.uuid_lsb)
         spill = d.placement == f.PLACEMENT_SPILL
         end = d.offset + d.nbytes if spill else f.stamp_at(d.offset, d.nbytes) + f.STAMP_BYTES
-        try:
-            mapping = self.files.mapping(d.file_name, end)
-        except (OSError, f.DescriptorFormatError):
-            self.stats["bad_descriptors"] += 1
-            self._queue(self.pending_refusals, d.producer, key)  # never touched; its producer frees it
-            return 0
-        if not spill and not self._stamp_holds(mapping, d):
-            self.stats["stale_reads"] += 1
-            self._queue(self.pending_refusals, d.producer, key)
-            return 0
-        name = f.DTYPES[d.dtype][0]
-        count = 1
-        for dim in d.shape:
-            count *= dim
-        array = np.frombuffer(mapping, dtype=_NUMPY[name], count=count, offset=d.offset).reshape(d.shape) \
-            if d.nbytes else np.zeros(d.shape, _NUMPY[name])
-        array.flags.writeable = False
-        tensor = Received(self, d, array, mapping)
-        self.stats["received"] += 1
+        with self._lock:
+            if self.closed:
+                return 0
+            try:
+                region = self.files.region(d.file_name, end)
+                hold = region.hold()
+                if not spill and not self._stamp_holds(hold, d):
+                    self.stats["stale_reads"] += 1
+                    self._queue(self.pending_refusals, d.producer, key)
+                    return 0
+                dtype = _NUMPY[f.DTYPES[d.dtype][0]]
+                if d.nbytes:
+                    array = lend(hold, region.address + d.offset, dtype, d.shape, False,
+                                 lambda h: self._released.append((d, h)))
+                    on_let_go = None
+                else:
+                    array = np.empty(d.shape, dtype)  # zero bytes: nothing of the file (huge dims fail here)
+                    array.flags.writeable = False
+                    on_let_go = lambda: self._released.append((d, None))  # noqa: E731
+            except UntrustedFileError:
+                self.stats["refused_files"] += 1
+                self._queue(self.pending_refusals, d.producer, key)  # never touched; its producer frees it
+                return 0
+            except (OSError, ValueError, MemoryError):  # no such file, outside it (DescriptorFormatError), too big
+                self.stats["bad_descriptors"] += 1
+                self._queue(self.pending_refusals, d.producer, key)
+                return 0
+            self.stats["received"] += 1
+        tensor = Received(self, d, array, on_let_go)
+        del array, hold
+        local = self._local
+        local.handing = getattr(local, "handing", 0) + 1
         try:
             handler(tensor)
         finally:
+            local.handing -= 1
             if not tensor._kept:
-                tensor.close()
+                tensor._let_go()
         return 1
 
     def _stamp_holds(self, mapping, d: f.Descriptor) -> bool:
         return self._no_stamp_check or stamp_holds(mapping, d.offset, d.nbytes, d.uuid_msb, d.uuid_lsb)
 
-    def _finished(self, tensor: Received):
-        d = tensor.descriptor
-        key = (d.uuid_msb, d.uuid_lsb)
-        if d.placement == f.PLACEMENT_ARENA and not self._stamp_holds(tensor._mapping, d):
-            self.stats["stale_reads"] += 1
-            self._queue(self.pending_refusals, d.producer, key)
-        else:
-            self._queue(self.pending_acks, d.producer, key)
-        tensor.array = None
-        tensor._mapping = None
-        if not self.closed and not self._reading:
-            self._flush_acks()  # a kept tensor closed later; inside receive, one ACK message per batch
+    def _after_let_go(self):
+        """A view let go outside receive (a kept tensor closed): its ACK now rather than at the next call."""
+        if not self._forked and not getattr(self._local, "handing", 0):
+            with self._lock:
+                if not self.closed:
+                    self._release_views()
+                    self._flush_acks()
+
+    def _release_views(self):
+        """Leases whose last view went: a received tensor is ACKed (its stamp checked again) or refused; a claim's
+        slot is freed once its tensor is decided."""
+        while self._released:
+            what, hold = self._released.popleft()
+            if isinstance(what, tuple):  # a claim's uuid
+                state = self._claims.get(what)
+                if state is not None:
+                    state[1] = False
+                    if state[2] != "posted":
+                        self._slot_done(what)
+                continue
+            d = what
+            key = (d.uuid_msb, d.uuid_lsb)
+            if d.placement == f.PLACEMENT_ARENA and hold is not None and not self._still_holds(hold, d):
+                self.stats["stale_reads"] += 1
+                self._queue(self.pending_refusals, d.producer, key)
+            else:
+                self._queue(self.pending_acks, d.producer, key)
+
+    def _still_holds(self, hold, d: f.Descriptor) -> bool:
+        try:
+            self.files.region(d.file_name, f.stamp_at(d.offset, d.nbytes) + f.STAMP_BYTES)  # not truncated since
+        except (OSError, ValueError):
+            return False
+        return self._stamp_holds(hold, d)
 
     @staticmethod
     def _queue(pending, producer, key):
         pending.setdefault(producer, []).append(key)
 
-    def _flush_acks(self):
+    def _flush_acks(self, wait_s: float = 0.0):
+        """Sends the ACKs and refusals owed. A full ring keeps them for the next pass (a slow producer is not a dead
+        one); a producer that is gone takes its files with it."""
         for pending, mtype in ((self.pending_acks, f.ACKS), (self.pending_refusals, f.REFUSALS)):
             for producer, keys in list(pending.items()):
-                del pending[producer]
                 try:
-                    peer = self._peer(producer)
-                    for k in range(0, len(keys), _ACKS_PER_MESSAGE):
-                        batch = keys[k:k + _ACKS_PER_MESSAGE]
-                        peer.write(mtype, f.encode_message(self.entity, len(batch), f.encode_uuids(batch)))
+                    peer = self._peer(producer, current=True)
+                    while keys:
+                        batch = keys[:_ACKS_PER_MESSAGE]
+                        if not peer.write(mtype, f.encode_message(self.entity, len(batch), f.encode_uuids(batch)),
+                                          wait_s, self._drain):
+                            break
+                        del keys[:_ACKS_PER_MESSAGE]
                         self.stats["acks_sent"] += len(batch)
+                    if not keys:
+                        del pending[producer]
                 except PeerUnavailableError:
-                    pass  # the producer is gone: its files go with it
+                    del pending[producer]
+                    self.stats["unreachable_peers"] += 1
 
     # ---- closing ----
 
+    def _check_not_forked(self):
+        if self._forked:
+            raise RuntimeError(f"this endpoint belongs to the process that opened it (pid {self._pid}), not to a"
+                               f" forked child: open an endpoint of the child's own: entity={self.entity}")
+
     def _check_open(self):
+        self._check_not_forked()
         if self.closed:
             raise RuntimeError(f"endpoint is closed: entity={self.entity}")
 
     def close(self):
-        """Tells every tensor in flight CLOSED, sends the ACKs that wait, and removes every file of its own."""
-        if self.closed:
+        """Reads the ACKs that wait, refuses the tensors not handed, sends the ACKs owed, tells every tensor still in
+        flight CLOSED, and removes every file of its own. Called by a handler, it takes effect when the handler
+        returned (its tensor is ACKed first). In a forked child it only lets go of the child's copies."""
+        if self._forked:
             return
+        if getattr(self._local, "handing", 0):
+            self._close_requested = True
+            return
+        with self._lock:
+            if self.closed:
+                return
+            atexit.unregister(self.close)
+            try:
+                self._drain()
+                self._release_views()
+                while self.waiting:
+                    _, d = self.waiting.popleft()
+                    self._queue(self.pending_refusals, d.producer, (d.uuid_msb, d.uuid_lsb))
+                self._flush_acks(1.0)
+            finally:
+                self.closed = True
+                for key in list(self.in_flight):
+                    self._decide(key, CLOSED, "the endpoint closed first")
+                for peer in self.peers.values():
+                    peer.close()
+                self.peers.clear()
+                if self.arena is not None:
+                    self.arena.close()
+                self._claims.clear()
+                self.files.close()
+                self.mailbox.close()
+                self._event()
+        self._tell()
+
+    def _after_fork_in_child(self):
+        """The child of a fork: the locks and files are the parent's. Closing the child's copies of the descriptors
+        (never unlocking them) lets the kernel see the parent die; nothing of the parent's is removed."""
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._forked = True
         atexit.unregister(self.close)
-        self._flush_acks()
-        self.closed = True
-        for key in list(self.in_flight):
-            self._decide(key, CLOSED, "the endpoint closed first")
-        for peer in self.peers.values():
-            peer.close()
-        self.peers.clear()
+        self.mailbox.drop_after_fork()
         if self.arena is not None:
-            self.arena.close()
-        self.files.close()
-        self.mailbox.close()
+            self.arena.drop_after_fork()
+        for peer in self.peers.values():
+            peer.drop_after_fork()
+        self.files.drop_after_fork()
+
+
+def _after_fork():
+    for endpoint in list(_ENDPOINTS):
+        endpoint._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _as_torch(array: np.ndarray, code: int):
+    import torch
+    t = torch.from_numpy(array)
+    name = f.DTYPES[code][0]
+    if name == "BF16" or name.startswith("F8_"):
+        wanted = getattr(torch, _TORCH_NAMES[name], None)
+        if wanted is not None:
+            t = t.view(wanted)  # the 8-bit floats stay their bits on a torch without them (1.13)
+    return t
+
+
+def _seconds(env, name: str, default: str) -> float:
+    raw = env.get(name, default)
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"{name} must be a number of seconds >= 0 (0 turns it off): {name}={raw!r}")
+    return value
 
 
 def _exit_cleanly_on_sigterm():

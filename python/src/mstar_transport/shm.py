@@ -6,6 +6,7 @@ import errno
 import fcntl
 import mmap
 import os
+import re
 import secrets
 import stat
 import struct
@@ -22,6 +23,11 @@ F_UNLCK = 2
 
 class EntityInUseError(RuntimeError):
     """Another live process runs as this entity in this deployment (it holds the mailbox)."""
+
+
+class UntrustedFileError(OSError):
+    """A name this process opens holds something it must not read: not a regular file (a directory, a link, a
+    FIFO), or a file of another user. Counted and refused; the endpoint serves on."""
 
 
 class PeerUnavailableError(RuntimeError):
@@ -48,6 +54,38 @@ def shm_dir(env) -> str:
     return path
 
 
+def open_checked(path: str, flags: int):
+    """Opens a name another process made, as the JVM does: never blocking (a FIFO), never through a link, and only
+    a regular file of this user. Returns (fd, fstat); FileNotFoundError when nothing is there."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as e:  # ELOOP (a link), EISDIR, ENXIO, EACCES...
+        raise UntrustedFileError(e.errno, f"refused to open: {e.strerror}: path={path}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise UntrustedFileError(errno.EPERM, f"refused to open: not a regular file of uid {os.geteuid()}:"
+                                                  f" path={path}, mode={oct(st.st_mode)}, uid={st.st_uid}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def map_apart(fd: int, size: int, prot: int) -> mmap.mmap:
+    """Maps the file through an open file of its own: Python's mmap keeps a dup of the descriptor it maps, which
+    would share the locks of `fd` (flock and OFD locks belong to the open file) and keep them held in a forked child
+    after this process died."""
+    flags = os.O_RDWR if prot & mmap.PROT_WRITE else os.O_RDONLY
+    apart = os.open(f"/proc/self/fd/{fd}", flags | os.O_CLOEXEC)
+    try:
+        return mmap.mmap(apart, size, mmap.MAP_SHARED, prot)
+    finally:
+        os.close(apart)
+
+
 def address_of(mapping) -> int:
     """The address of a mapping (the numpy view that tells it is let go at once, so close() stays possible)."""
     view = np.frombuffer(mapping, dtype=np.uint8, count=1)
@@ -62,18 +100,35 @@ class OwnedFile:
 
     def __init__(self, directory: str, name: str, size: int):
         self.path = os.path.join(directory, name)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
+        while True:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             fcntl.flock(self.fd, fcntl.LOCK_EX)
+            if _same_file(self.path, os.fstat(self.fd)):
+                break
+            os.close(self.fd)  # a sweep took it for a dead owner's between the create and the lock: again
+        try:
             if size > 0:
                 os.posix_fallocate(self.fd, 0, size)  # a full tmpfs fails here, never as SIGBUS later
-            self.map = mmap.mmap(self.fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) if size else None
+            self.map = map_apart(self.fd, size, mmap.PROT_READ | mmap.PROT_WRITE) if size else None
         except BaseException:
             os.close(self.fd)
             os.unlink(self.path)
             raise
         self.size = size
         self.address = address_of(self.map) if self.map is not None else 0
+        self._hold = None
+
+    def hold(self):
+        """An export of the mapping: while an array lent from it lives, the mapping cannot be closed."""
+        if self._hold is None:
+            self._hold = np.frombuffer(self.map, np.uint8)
+        return self._hold
+
+    def drop_after_fork(self):
+        """In a forked child: closes this copy of the descriptor without unlocking (the lock is the parent's)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
     def remove(self):
         """Unlinks the file, then lets go of its mapping and lock (a view still held keeps the mapping)."""
@@ -81,19 +136,31 @@ class OwnedFile:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+        self._hold = None
         if self.map is not None:
             try:
                 self.map.close()
             except BufferError:
                 pass  # a numpy view of it lives: the mapping goes with the last one
-        os.close(self.fd)
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _same_file(path: str, st) -> bool:
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
 
 
 def owner_is_dead(path: str) -> bool:
-    """Whether nobody holds the file's lock: its owner is dead (section 11). False when the file is gone."""
+    """Whether nobody holds the file's lock: its owner is dead (section 11). False when the file is gone or is
+    not a file of this user."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
+        fd, _ = open_checked(path, os.O_RDONLY)
+    except (FileNotFoundError, UntrustedFileError):
         return False
     try:
         try:
@@ -109,22 +176,15 @@ def owner_is_dead(path: str) -> bool:
 def remove_if_dead(path: str) -> bool:
     """Removes a file of this user whose owner is dead, if the name still points at the inode probed."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
+        fd, st = open_checked(path, os.O_RDONLY)
+    except (FileNotFoundError, UntrustedFileError):
         return False
     try:
-        st = os.fstat(fd)
-        if st.st_uid != os.geteuid():
-            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
-        try:
-            now = os.lstat(path)
-        except FileNotFoundError:
-            return False
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        if not _same_file(path, st):
             return False
         os.unlink(path)
         return True
@@ -132,22 +192,42 @@ def remove_if_dead(path: str) -> bool:
         os.close(fd)
 
 
+_SWEPT = re.compile(r"mstar_[0-9a-f]{16}_(arena|spill|mailbox|stats)_.+")
+
+
+def sweep(directory: str) -> int:
+    """Removes the files of dead owners (segments, spill files, mailboxes, stats files of this user, any
+    namespace), as the JVM's sweep does (docs/operations.md); returns how many. Never a live owner's: each file is
+    its owner's lock. The node budget file is the JVM's to remove (docs/format.md, section 13)."""
+    removed = 0
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    for name in names:
+        if _SWEPT.fullmatch(name) and not name.endswith(".next") and remove_if_dead(os.path.join(directory, name)):
+            removed += 1
+    return removed
+
+
 class Mailbox:
-    """This entity's mailbox: created here, read by this process only (one thread at a time)."""
+    """This entity's mailbox: created here, read by this process only (one thread at a time: the endpoint's lock)."""
 
     def __init__(self, directory: str, ns: str, entity: str):
         name = f.mailbox_name(ns, entity)
+        path = os.path.join(directory, name)
         deadline = time.monotonic() + 5
         while True:
             try:
                 self.file = OwnedFile(directory, name, f.MAILBOX_FILE_BYTES)
                 break
             except FileExistsError:
-                if remove_if_dead(os.path.join(directory, name)):
+                if remove_if_dead(path):
                     continue  # a dead predecessor's
                 if time.monotonic() > deadline:
                     raise EntityInUseError(f"another live process runs as entity={entity} in this deployment (it"
-                                           f" holds the mailbox): path={os.path.join(directory, name)}") from None
+                                           f" holds the mailbox), or the name is taken by something else: path={path}"
+                                           ) from None
                 time.sleep(0.01)
         base = self.file.address
         self.ring = base
@@ -156,13 +236,24 @@ class Mailbox:
         self.state[0] = lib.mst_load_acquire64(base + f.RING_BYTES + f.HEAD_OFFSET)
         self.out = ffi.new("uint8_t[]", f.RING_BYTES + 8)
         self.count = ffi.new("int32_t *")
+        self.unblocks = 0
+        self._stuck_since = None
+        self._idle_check = time.monotonic()
+        self.closed = False
         incarnation = secrets.randbits(63) | 1
         lib.mst_store_release64(base + f.INCARNATION_OFFSET, incarnation)  # last: the mailbox is ready
         self.incarnation = incarnation
 
     def read(self, limit: int = 64):
-        """Up to `limit` messages waiting, as (type, body bytes) pairs; garbage is skipped by the native reader."""
+        """Up to `limit` messages waiting, as (type, body bytes) pairs; garbage is skipped by the native reader, and
+        a record claimed and never published is skipped after a while (section 7)."""
+        if self.closed:
+            return []
         n = lib.mst_ring_read(self.ring, f.RING_BYTES, self.state, self.out, len(self.out), limit, self.count)
+        if self.count[0] == 0:
+            self._skip_a_stuck_claim()
+            return []
+        self._stuck_since = None
         messages = []
         p = 0
         buf = ffi.buffer(self.out, n)
@@ -172,23 +263,97 @@ class Mailbox:
             p += 8 + ((length + 7) & ~7)
         return messages
 
+    def _tail(self) -> int:
+        return lib.mst_load_acquire64(self.ring + f.RING_BYTES + f.TAIL_OFFSET)
+
+    def _skip_a_stuck_claim(self):
+        """As the JVM's reader (DeadWriters): a claim that held the ring UNBLOCK_AFTER_S while a registered writer is
+        dead, or STUCK_CLAIM_S whatever the writers, is rewritten as padding (Agrona's unblock)."""
+        head, tail = self.state[0], self._tail()
+        now = time.monotonic()
+        if tail <= head:
+            self._stuck_since = None
+            if now - self._idle_check > UNBLOCK_AFTER_S:  # writers that died idle held no claim: forget them
+                self._idle_check = now
+                dead = self._dead_writers()
+                if self._tail() == tail:
+                    for i in dead:
+                        self.file.map[f.WRITERS_OFFSET + i] = 0
+            return
+        if self._stuck_since is None or self._stuck_since[0] != head:
+            self._stuck_since = (head, now)
+            return
+        waited = now - self._stuck_since[1]
+        if waited < UNBLOCK_AFTER_S:
+            return
+        dead = self._dead_writers()
+        if (dead or waited >= STUCK_CLAIM_S) and self._unblock(head, tail):
+            for i in dead:
+                self.file.map[f.WRITERS_OFFSET + i] = 0
+            self.unblocks += 1
+            self._stuck_since = None
+
+    def _dead_writers(self):
+        """Registered writer slots whose writer died: the byte reads 1 and no other open file locks it."""
+        slots = self.file.map[f.WRITERS_OFFSET:f.WRITERS_OFFSET + f.WRITER_SLOTS]
+        return [i for i, b in enumerate(slots) if b and lib.mst_ofd_locked(self.file.fd, f.WRITERS_OFFSET + i, 1) == 0]
+
+    def _unblock(self, head: int, tail: int) -> bool:
+        mask = f.RING_BYTES - 1
+        at = head & mask
+        length = lib.mst_load_acquire32(self.ring + at)
+        if length < 0:  # a header written, the message never published
+            struct.pack_into("<i", self.file.map, at + 4, -1)
+            lib.mst_store_release32(self.ring + at, -length)
+            return True
+        if length != 0:
+            return False
+        end = tail & mask if tail - head < f.RING_BYTES - at else f.RING_BYTES
+        i = at + 8
+        while i < end and lib.mst_load_acquire32(self.ring + i) == 0:
+            i += 8
+        if i == end and end != f.RING_BYTES:
+            return False  # nothing written after the claim yet: the next record will show where it ends
+        struct.pack_into("<i", self.file.map, at + 4, -1)  # the claim, up to the next header (or the end), as padding
+        lib.mst_store_release32(self.ring + at, i - at)
+        return True
+
     def skipped(self):
         return int(self.state[2]), int(self.state[3])
 
     def has_message(self) -> bool:
+        if self.closed:
+            return False
         head = self.state[0]
         return self.state[1] != 0 or lib.mst_load_acquire32(self.ring + (head & (f.RING_BYTES - 1))) > 0
 
-    def sleep(self, timeout_s: float):
-        """Sleeps on the doorbell until a sender rings or the timeout passes (Dekker's rule, section 10)."""
+    def arm(self) -> bool:
+        """Before a sleep (Dekker's rule, section 10): raises the doorbell flag; True if a message waits after all."""
         lib.mst_exchange32(self.sleeping, 1)
-        if not self.has_message():
-            lib.mst_futex_wait(self.sleeping, 1, max(1, int(timeout_s * 1e9)))
+        return self.has_message()
+
+    def sleep(self, timeout_s: float):
+        """Sleeps on the doorbell (armed first) until a sender or another thread rings, or the timeout passes."""
+        lib.mst_futex_wait(self.sleeping, 1, max(1, int(timeout_s * 1e9)))
+
+    def wake(self):
+        """Rings this mailbox's own doorbell: wakes this process's threads sleeping on it."""
+        if lib.mst_load_acquire32(self.sleeping) != 0 and lib.mst_exchange32(self.sleeping, 0) != 0:
+            lib.mst_futex_wake(self.sleeping)
 
     def close(self):
+        self.closed = True
         lib.mst_store_release32(self.sleeping, 0)
         lib.mst_futex_wake(self.sleeping)
         self.file.remove()
+
+    def drop_after_fork(self):
+        self.closed = True
+        self.file.drop_after_fork()
+
+
+UNBLOCK_AFTER_S = 1.0
+STUCK_CLAIM_S = 3.0
 
 
 class PeerMailbox:
@@ -197,20 +362,26 @@ class PeerMailbox:
     def __init__(self, directory: str, ns: str, entity: str):
         self.entity = entity
         self.path = os.path.join(directory, f.mailbox_name(ns, entity))
+        self.fd = -1
         try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            self.fd, st = open_checked(self.path, os.O_RDWR)
         except FileNotFoundError:
             raise PeerUnavailableError(entity, f"peer unavailable: entity {entity} has no mailbox"
                                                f" ({self.path}): it does not run") from None
+        except UntrustedFileError as e:
+            raise PeerUnavailableError(entity, f"peer unavailable: the mailbox name of entity {entity} holds"
+                                               f" something else: {e}") from None
         try:
-            size = os.fstat(self.fd).st_size
-            if size < f.MAILBOX_FILE_BYTES:
-                raise PeerUnavailableError(entity, f"the mailbox of entity {entity} is {size} bytes, not a mailbox")
-            self.map = mmap.mmap(self.fd, f.MAILBOX_FILE_BYTES, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            if st.st_size < f.MAILBOX_FILE_BYTES:
+                raise PeerUnavailableError(entity, f"the mailbox of entity {entity} is {st.st_size} bytes, not a"
+                                                   f" mailbox")
+            self.map = map_apart(self.fd, f.MAILBOX_FILE_BYTES, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(self.fd)
             raise
         self.base = address_of(self.map)
+        self.inode = (st.st_dev, st.st_ino)
+        self.slot = -1
         if owner_is_dead(self.path):
             self.close()
             raise PeerUnavailableError(entity, f"peer unavailable: entity {entity} does not run (its mailbox"
@@ -222,7 +393,6 @@ class PeerMailbox:
                 raise PeerUnavailableError(entity, f"the mailbox of entity {entity} never became ready")
             time.sleep(0.001)
         self.incarnation = lib.mst_load_acquire64(self.base + f.INCARNATION_OFFSET)
-        self.slot = -1
         self.next_check = time.monotonic() + 1
         for i in range(f.WRITER_SLOTS):  # register: the first writer slot this open file can lock (section 6)
             if lib.mst_ofd_lock(self.fd, f.WRITERS_OFFSET + i, 1, F_WRLCK) == 1:
@@ -231,19 +401,25 @@ class PeerMailbox:
                 break
         self.message = ffi.new("uint8_t[]", f.RING_BYTES // 8)
 
-    def is_alive(self) -> bool:
-        """Whether the owner that made this mailbox still holds it (its lock, and the same incarnation)."""
-        if owner_is_dead(self.path):
-            return False
+    def is_current(self) -> bool:
+        """Whether the file at the mailbox's name is still the one mapped here (one stat)."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
             return False
-        mine = os.fstat(self.fd)
-        return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+        return (st.st_dev, st.st_ino) == self.inode
 
-    def write(self, mtype: int, message: bytes, timeout_s: float = 30.0):
-        """Writes one message into the ring and rings the doorbell; waits while the ring is full."""
+    def is_alive(self) -> bool:
+        """Whether the owner that made this mailbox still holds it (its lock, and the same incarnation)."""
+        if self.fd < 0 or owner_is_dead(self.path):
+            return False
+        return _same_file(self.path, os.fstat(self.fd))
+
+    def write(self, mtype: int, message: bytes, timeout_s: float = 30.0, while_full=None) -> bool:
+        """Writes one message into the ring and rings the doorbell; False if the ring stayed full for `timeout_s`
+        (a slow reader is not a dead one). While it waits, it calls `while_full` (the caller drains its own
+        mailbox: two endpoints writing to each other never stall) and raises PeerUnavailableError if the reader
+        died."""
         if len(message) > f.RING_BYTES // 8:
             raise ValueError(f"a message is at most {f.RING_BYTES // 8} bytes: {len(message)}")
         ffi.memmove(self.message, message, len(message))
@@ -257,24 +433,26 @@ class PeerMailbox:
             now = time.monotonic()
             if deadline is None:
                 deadline = now + timeout_s
-            elif now > deadline:
-                raise PeerUnavailableError(self.entity, f"the mailbox of entity {self.entity} stayed full for"
-                                                        f" {timeout_s} s")
+            if now >= deadline:
+                return False
             if now > self.next_check:  # a full ring whose reader died never drains
                 self.next_check = now + 1
                 if not self.is_alive():
                     raise PeerUnavailableError(self.entity, f"peer unavailable: entity {self.entity} died")
+            if while_full is not None:
+                while_full()
             time.sleep(0.0001)
         lib.mst_full_fence()
         sleeping = self.base + f.SLEEPING_OFFSET
         if lib.mst_load_acquire32(sleeping) != 0 and lib.mst_exchange32(sleeping, 0) != 0:
             lib.mst_futex_wake(sleeping)
+        return True
 
     def close(self):
         """Lets go of the writer slot, the mapping and the file; idempotent."""
         if self.fd < 0:
             return
-        if getattr(self, "slot", -1) >= 0:
+        if self.slot >= 0:
             self.map[f.WRITERS_OFFSET + self.slot] = 0
             lib.mst_ofd_lock(self.fd, f.WRITERS_OFFSET + self.slot, 1, F_UNLCK)
             self.slot = -1
@@ -285,31 +463,56 @@ class PeerMailbox:
         os.close(self.fd)
         self.fd = -1
 
+    def drop_after_fork(self):
+        """In a forked child: closes this copy of the file (the writer slot's lock stays the parent's)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class _Mapped:
+    __slots__ = ("fd", "map", "address", "length", "_hold")
+
+    def __init__(self, fd, m, length):
+        self.fd, self.map, self.length = fd, m, length
+        self.address = address_of(m) if length else 0
+        self._hold = None
+
+    def hold(self):
+        """An export of the mapping: while an array lent from it lives, the mapping cannot be closed."""
+        if self._hold is None:
+            self._hold = np.frombuffer(self.map, np.uint8) if self.map is not None else np.zeros(0, np.uint8)
+        return self._hold
+
 
 class PeerFiles:
     """Peers' segments and spill files, each mapped read-only once and kept while any view of it lives."""
 
     def __init__(self, directory: str):
         self.directory = directory
-        self.maps = {}  # file name -> mmap (None for an empty file)
+        self.maps = {}  # file name -> _Mapped
         self.next_sweep = time.monotonic() + 1
 
-    def mapping(self, name: str, end: int):
-        """The mapping of `name`, checked to hold `end` bytes before anything is touched (section 3)."""
+    def region(self, name: str, end: int) -> _Mapped:
+        """The mapping of `name`, checked to hold `end` bytes before anything is touched (section 3). The size is
+        read again (fstat) for every tensor: a file truncated under a mapping would fault (SIGBUS) on the read."""
         m = self.maps.get(name)
         if m is None:
-            fd = os.open(os.path.join(self.directory, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd, st = open_checked(os.path.join(self.directory, name), os.O_RDONLY)
             try:
-                size = os.fstat(fd).st_size
+                size = st.st_size
                 if end > size:
                     raise f.DescriptorFormatError("offset", f"the tensor lies outside its file: {name} has {size}"
                                                             f" bytes, the tensor and its stamp need {end}")
-                m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ) if size else b""
-            finally:
+                m = _Mapped(fd, mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ) if size else None, size)
+            except BaseException:
                 os.close(fd)
+                raise
             self.maps[name] = m
-        elif end > len(m):
-            raise f.DescriptorFormatError("offset", f"the tensor lies outside its file: {name} has {len(m)} bytes,"
+            return m
+        size = min(os.fstat(m.fd).st_size, m.length)
+        if end > size:
+            raise f.DescriptorFormatError("offset", f"the tensor lies outside its file: {name} has {size} bytes,"
                                                     f" the tensor and its stamp need {end}")
         return m
 
@@ -320,20 +523,27 @@ class PeerFiles:
             return
         self.next_sweep = now + 1
         for name in list(self.maps):
-            if not os.path.exists(os.path.join(self.directory, name)):
-                m = self.maps[name]
-                try:
-                    if isinstance(m, mmap.mmap):
-                        m.close()
-                    del self.maps[name]
-                except BufferError:
-                    pass  # a view lives: next time
+            if not os.path.exists(os.path.join(self.directory, name)) and self._let_go(self.maps[name]):
+                del self.maps[name]
+
+    @staticmethod
+    def _let_go(m: _Mapped) -> bool:
+        m._hold = None
+        if m.map is not None:
+            try:
+                m.map.close()
+            except BufferError:
+                return False  # a view lives: next time
+        os.close(m.fd)
+        return True
 
     def close(self):
         for m in self.maps.values():
-            if isinstance(m, mmap.mmap):
-                try:
-                    m.close()
-                except BufferError:
-                    pass
+            if not self._let_go(m):
+                os.close(m.fd)  # the mapping stays with its views
+        self.maps.clear()
+
+    def drop_after_fork(self):
+        for m in self.maps.values():
+            os.close(m.fd)
         self.maps.clear()
