@@ -1,6 +1,7 @@
 """A worker for cross-language runs and the README's example: `python -m mstar_transport.worker consume ENDPOINT
 ENTITY COUNT` receives COUNT tensors and checks every word; `... produce ENDPOINT ENTITY TO COUNT SEED` posts
-COUNT checked tensors of seeded sizes and waits for every outcome. Both print one RESULT line. Every tensor's word
+COUNT checked tensors of seeded sizes and waits for every outcome; `... echo ENDPOINT ENTITY TO COUNT` posts each of
+COUNT received tensors back to TO as it came. Each prints one RESULT line. Every tensor's word
 k holds seq * 0x9E3779B97F4A7C15 + k (mod 2**64), as the JVM side's PythonPeer writes and checks them."""
 from __future__ import annotations
 
@@ -123,6 +124,26 @@ def drain(endpoint: str, entity: str) -> int:
     return 0
 
 
+def echo(endpoint: str, entity: str, to: str, count: int) -> int:
+    """Posts each of COUNT received tensors back to `to` as it came: request id, format dtype, shape and bytes."""
+    received = []
+
+    def keep(tensor):
+        received.append((tensor.request_id, tensor.dtype, np.array(tensor.array)))  # a copy: the view ends here
+
+    with Endpoint.open(endpoint, entity) as ep:
+        print("READY", flush=True)
+        deadline = time.monotonic() + 120
+        while len(received) < count and time.monotonic() < deadline:
+            ep.receive(keep, timeout=0.5)
+        for request_id, dtype, array in received:
+            ep.post(to, request_id, array, dtype=dtype)
+        outcomes = ep.await_outcomes(len(received), 60)
+    shapes = " ".join(f"{request_id}:{dtype}{list(array.shape)}" for request_id, dtype, array in received)
+    print(f"RESULT echoed={len(received)} told={len(outcomes)} {shapes}", flush=True)
+    return 0 if len(received) == count else 1
+
+
 def main(argv) -> int:
     if argv[:1] == ["consume"] and len(argv) == 4:
         return consume(argv[1], argv[2], int(argv[3]))
@@ -130,6 +151,8 @@ def main(argv) -> int:
         return produce(argv[1], argv[2], argv[3], int(argv[4]), int(argv[5]))
     if argv[:1] == ["blast"] and len(argv) == 6:
         return blast(argv[1], argv[2], argv[3], int(argv[4]), float(argv[5]))
+    if argv[:1] == ["echo"] and len(argv) == 5:
+        return echo(argv[1], argv[2], argv[3], int(argv[4]))
     if argv[:1] == ["drain"] and len(argv) == 3:
         return drain(argv[1], argv[2])
     print(__doc__, file=sys.stderr)

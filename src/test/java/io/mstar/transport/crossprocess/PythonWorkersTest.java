@@ -1,5 +1,10 @@
 package io.mstar.transport.crossprocess;
 
+import io.mstar.transport.DType;
+import io.mstar.transport.Delivery;
+import io.mstar.transport.Deployment;
+import io.mstar.transport.Tensor;
+import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.naming.Namespace;
@@ -11,8 +16,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -94,6 +103,40 @@ class PythonWorkersTest {
         py.deleteLog();
         jvmConsumer.deleteLog();
         producer.deleteLog();
+    }
+
+    /**
+     * A 0-d F32 tensor and a BF16 one, JVM to Python and back, as a Python stage echoes them: shape, dtype and bytes
+     * intact both ways (a 0-d tensor once arrived in Python with shape (1,), and Python could not post BF16).
+     */
+    @Test
+    void aZeroDimensionalAndABf16TensorRoundTripJvmToPythonToJvm() throws Exception {
+        PythonChild echo = python("echo", DEPLOYMENT, "py", "jvm", "2");
+        MemorySegment scalar = MemorySegment.ofArray(new float[] {3.5f});
+        MemorySegment bf16 = MemorySegment.ofArray(new short[] {0x3f80, (short) 0xbf80, 0x4000, 0x0000, 0x7f80, 0x3e80});
+        Map<String, String> back = new ConcurrentHashMap<>();
+        try (TensorEndpoint jvm = TensorEndpoint.open(Deployment.of(TransportConfig.from(env()::get), DEPLOYMENT,
+                 "jvm"))) {
+            assertEquals(Delivery.Status.DELIVERED, jvm.send("py", "scalar", Tensor.of(DType.F32, scalar))
+                .await(Duration.ofSeconds(60)));
+            assertEquals(Delivery.Status.DELIVERED, jvm.send("py", "bf16", Tensor.of(DType.BF16, bf16, 2, 3))
+                .await(Duration.ofSeconds(60)));
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (back.size() < 2 && System.nanoTime() < deadline) {
+                jvm.receive(tensor -> {
+                    long[] shape = new long[tensor.rank()];
+                    for (int i = 0; i < shape.length; i++) {
+                        shape[i] = tensor.dim(i);
+                    }
+                    MemorySegment sent = tensor.requestId().toString().equals("scalar") ? scalar : bf16;
+                    back.put(tensor.requestId().toString(), tensor.dtype() + Arrays.toString(shape)
+                        + (tensor.data().mismatch(sent) == -1 ? " intact" : " changed"));
+                }, Duration.ofMillis(500));
+            }
+        }
+        assertEquals(0, echo.await(60), echo.output());
+        assertEquals(Map.of("scalar", "F32[] intact", "bf16", "BF16[2, 3] intact"), back, echo.output());
+        echo.deleteLog();
     }
 
     /** A Python consumer killed mid-stream: the JVM producer is told for every tensor, and its files are swept. */
