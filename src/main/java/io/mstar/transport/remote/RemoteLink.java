@@ -123,7 +123,7 @@ public final class RemoteLink implements AutoCloseable {
         this.pending = new PendingTensors(timeoutNs, counters, config);
         this.landings = new Landings(config.maxInFlightBytes(), config.maxInFlightTensors(),
             DUPLICATE_WINDOW_TIMEOUTS * timeoutNs, timeoutNs);
-        this.reposts = new Reposts(DUPLICATE_WINDOW_TIMEOUTS * timeoutNs);
+        this.reposts = new Reposts();
         this.inbound = new InboundQueue(entity, counters);
         this.arena = arena;
         this.carrier = new TcpCarrier(config);

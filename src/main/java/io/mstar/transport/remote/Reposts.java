@@ -2,48 +2,42 @@ package io.mstar.transport.remote;
 
 import java.util.Iterator;
 import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.UUID;
 
 /**
  * The uuid each repost of this process was first sent under ({@code TensorEndpoint.repost}), so that its TENSOR
- * frame names the first send, and a repost of a repost names the same one. Kept as long as a receiver's
- * {@link DuplicateWindow} can remember the first send ({@code retainNs}, up to {@value DuplicateWindow#MAX_TENSORS}
- * of them): no smaller map here, so a repost that waited long in a queue still names its first send. A first send
- * reads no map. Thread-safe.
+ * frame names the first send, and a repost of a repost names the same one. Kept until {@value
+ * DuplicateWindow#MAX_TENSORS} younger reposts push it out, never by age: a receiver's {@link DuplicateWindow} ages
+ * on the sender's time, which stands still while nothing of this sender lands there (a partition, a producer
+ * backing off), so no clock here can tell when every receiver forgot the first send. Forgotten too early, a repost
+ * would go under a uuid the receiver never saw and be handed over twice; remembered longer, it only names a first
+ * send the receiver no longer knows, and lands as new. The receiver's window holds as many of this sender's
+ * tensors, reposted or not, so the count alone keeps this map at least as long. A first send reads no map.
+ * Thread-safe.
  */
 final class Reposts {
-    private record First(UUID uuid, long addedNs) {
-    }
-
-    private final long retainNs;
     private final int max;
-    private final LinkedHashMap<UUID, First> firstSentAs = new LinkedHashMap<>(); // guarded by itself, oldest first
+    private final LinkedHashMap<UUID, UUID> firstSentAs = new LinkedHashMap<>(); // guarded by itself, oldest first
     private volatile boolean any;
 
-    Reposts(long retainNs) {
-        this(retainNs, DuplicateWindow.MAX_TENSORS);
+    Reposts() {
+        this(DuplicateWindow.MAX_TENSORS);
     }
 
-    Reposts(long retainNs, int max) {
-        this.retainNs = retainNs;
+    Reposts(int max) {
         this.max = max;
     }
 
     /** The tensor of uuid {@code msb, lsb} repeats the one of uuid {@code inDoubtMsb, inDoubtLsb}. */
     void add(long msb, long lsb, long inDoubtMsb, long inDoubtLsb) {
         UUID named = new UUID(inDoubtMsb, inDoubtLsb);
-        long now = System.nanoTime();
         synchronized (firstSentAs) {
-            First earlier = firstSentAs.get(named);
-            firstSentAs.put(new UUID(msb, lsb), new First(earlier == null ? named : earlier.uuid(), now));
-            Iterator<First> oldest = firstSentAs.values().iterator();
-            while (oldest.hasNext()) {
-                First f = oldest.next();
-                if (firstSentAs.size() <= max && now - f.addedNs() <= retainNs) {
-                    break;
-                }
-                oldest.remove(); // no receiver remembers its first send any more
+            UUID earlier = firstSentAs.get(named);
+            firstSentAs.put(new UUID(msb, lsb), earlier == null ? named : earlier);
+            Iterator<UUID> oldest = firstSentAs.values().iterator();
+            while (firstSentAs.size() > max) {
+                oldest.next();
+                oldest.remove(); // a receiver's window, bound alike, pushed its first send out before
             }
         }
         any = true;
@@ -55,8 +49,7 @@ final class Reposts {
             return null;
         }
         synchronized (firstSentAs) {
-            First f = firstSentAs.get(uuid);
-            return f == null ? null : f.uuid();
+            return firstSentAs.get(uuid);
         }
     }
 
