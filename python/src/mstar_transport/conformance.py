@@ -12,7 +12,7 @@ keeping at most WINDOW untold; a window shut for --wait seconds (10) ends the po
 it waits up to as long for every outcome, closes the endpoint (which tells what is still in flight) and prints
 `RESULT posted= raised= delivered= failed= told= duplicates= unknown= settleMs= stalled= unknownAcks= failures={..}`.
 `consume` receives up to COUNT tensors, checking every word, until one named "stop" or --idle seconds (15) without
-one, in MODE plain, raise:N, keep, keep-raise:N, close-on-stop or stop-after:N, and prints READY, PROGRESS and
+one, in MODE plain, raise:N, keep, keep-raise:N, slow:MS, close-on-stop or stop-after:N, and prints READY, PROGRESS and
 `RESULT received= bad= duplicates= raised= errors=`; an endpoint that does not open prints OPEN-FAILED and exits 3.
 """
 from __future__ import annotations
@@ -316,6 +316,8 @@ class Consumer:
         elif self.mode == "keep-raise":
             self._keep(tensor)
             self._raise_every()
+        elif self.mode == "slow":
+            time.sleep(self.every / 1000)
         elif self.mode == "close-on-stop":
             if self.stop:
                 self.ep.close()

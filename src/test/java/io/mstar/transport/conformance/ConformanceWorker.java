@@ -50,7 +50,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>{@code consume} receives up to COUNT tensors, checking every word, until a tensor named {@code stop} or
  * {@code --idle} seconds (15 by default) without one; MODE is {@code plain}, {@code raise:N} (the handler throws on
  * every Nth tensor, the loop receives again), {@code keep} (each tensor kept and released after the next),
- * {@code keep-raise:N}, {@code close-on-stop} (closes the endpoint inside the handler of {@code stop}) or
+ * {@code keep-raise:N}, {@code slow:MS} (the handler takes MS milliseconds after its check), {@code close-on-stop}
+ * (closes the endpoint inside the handler of {@code stop}) or
  * {@code stop-after:N} (stops reading after N and stays alive until signalled). It prints {@code READY}, {@code
  * PROGRESS} after the first 1,000 (or when it stops reading), then {@code RESULT received= bad= duplicates= raised=
  * errors=}. An endpoint that does not open prints {@code OPEN-FAILED kind=ENTITY_IN_USE|OTHER type=...} and exits 3.
@@ -481,6 +482,7 @@ public final class ConformanceWorker {
                     keep(tensor);
                     raiseEvery();
                 }
+                case "slow" -> LockSupport.parkNanos(every * 1_000_000L);
                 case "close-on-stop" -> {
                     if (stop) {
                         endpoint.close();
