@@ -131,8 +131,9 @@ class Producer(Listener):
         with self.lock:
             if self.errors:
                 print(f"POST-ERRORS {counts(self.errors)}", flush=True)
-            print(f"RESULT posted={self.posted} raised={self.raised} delivered={self.n_delivered} failed={self.n_failed} "
-                  f"told={self.told_total} duplicates={self.duplicates} unknown={self.unknown} settleMs={settle_ms} "
+            print(f"RESULT posted={self.posted} raised={self.raised} delivered={self.n_delivered} "
+                  f"failed={self.n_failed} told={self.told_total} duplicates={self.duplicates} unknown={self.unknown} "
+                  f"settleMs={settle_ms} "
                   f"stalled={str(self.stalled).lower()} unknownAcks={unknown_acks} failures={counts(self.failures)}",
                   flush=True)
             ok = self.told_total == self.posted and not self.duplicates and not self.unknown \
