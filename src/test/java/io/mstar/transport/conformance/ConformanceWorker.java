@@ -39,8 +39,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>{@code produce} posts COUNT checked tensors (word k of tensor seq holds seq * 0x9E3779B97F4A7C15 + k mod 2^64;
  * request id: seq, or {@code stop} for the last one with {@code --stop-last}), SIZE bytes each or a seeded mix of
  * 4 KiB, 64 KiB and 1 MiB, keeping at most WINDOW untold. A window that stays shut for {@code --wait} seconds (10 by
- * default) ends the posting ({@code STALL}); after the last post it waits up to as long for every outcome, then closes the
- * endpoint (which tells what is still in flight) and prints
+ * default) ends the posting ({@code STALL}); after the last post it waits up to as long for every outcome, then closes
+ * the endpoint (which tells what is still in flight) and prints
  * {@code RESULT posted= raised= delivered= failed= told= duplicates= unknown= settleMs= stalled= unknownAcks=
  * failures={NAME=n, ...}}: posts that returned and that threw, outcomes told (for a request id already told:
  * duplicates; for one never posted or whose post threw: unknown), milliseconds from the last post to the last
