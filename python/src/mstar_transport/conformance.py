@@ -3,7 +3,7 @@ io.mstar.transport.conformance.ConformanceWorker: the same command lines, the sa
 conformance matrix runs every scenario with either language at either end.
 
     python -m mstar_transport.conformance produce ENDPOINT ENTITY TO[,TO2] COUNT SEED WINDOW [SIZE] [--threads N]
-        [--stop-last] [--first-seq S] [--pace-ms P] [--wait S] [--first-to GHOST]
+        [--stop-last] [--first-seq S] [--pace-ms P] [--wait S] [--first-to GHOST] [--pause-ms P]
     python -m mstar_transport.conformance consume ENDPOINT ENTITY COUNT MODE [--idle S]
 
 `produce` posts COUNT checked tensors (word k of tensor seq holds seq * 0x9E3779B97F4A7C15 + k mod 2**64; request id:
@@ -98,6 +98,7 @@ class Producer(Listener):
         self.pace_s = int(options.get("pace-ms", 0)) / 1000
         self.wait_s = int(options.get("wait", 10))
         self.ghost = options.get("first-to")
+        self.pause_s = int(options.get("pause-ms", 0)) / 1000
         self.lock = threading.RLock()
         self.told_ids, self.raised_ids, self.attempted = {}, set(), set()
         self.failures, self.errors = {}, {}
@@ -111,6 +112,7 @@ class Producer(Listener):
     def run(self, deployment: str, entity: str) -> int:
         with Endpoint.open(deployment, entity, listener=self) as ep:
             print("READY", flush=True)
+            time.sleep(self.pause_s)
             if self.ghost is not None:
                 self._post_one(ep, [self.ghost], "ghost", self.first_seq, 4096)
             posters = [threading.Thread(target=self._post_all, args=(ep,), name=f"poster-{t}")

@@ -278,10 +278,13 @@ class ConformanceMatrixTest {
     void aHostileFileAtAPeersMailboxIsRefused(Pairing pairing) {
         requireEnvironment(pairing);
         assertAll(HOSTILE_KINDS.stream().map(kind -> () -> {
-            plant(kind, ShmNames.mailbox(namespace(), "ghost"));
             try {
                 Worker consumer = consumer(pairing.consumer, CONSUMER, 300, "plain", "--idle", "5");
-                Worker producer = producer(pairing.producer, CONSUMER, 300, 11, 8, 4096, "--first-to", "ghost");
+                Worker producer = producer(pairing.producer, CONSUMER, 300, 11, 8, 4096, "--first-to", "ghost",
+                    "--pause-ms", "1000");
+                producer.awaitOutput("READY", 60);
+                // planted once both have started: a JVM's start-up sweep removes a planted link or FIFO
+                plant(kind, ShmNames.mailbox(namespace(), "ghost"));
                 assertExited(producer, consumer);
                 String what = kind + " at the peer's mailbox name: " + describe(producer, consumer);
                 assertEquals(301, producer.number("posted"), "the post to it raised instead of telling REFUSED: "

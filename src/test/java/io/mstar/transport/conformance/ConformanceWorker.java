@@ -32,7 +32,7 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <pre>
  * produce ENDPOINT ENTITY TO[,TO2] COUNT SEED WINDOW [SIZE] [--threads N] [--stop-last] [--first-seq S]
- *         [--pace-ms P] [--wait S] [--first-to GHOST]
+ *         [--pace-ms P] [--wait S] [--first-to GHOST] [--pause-ms P]
  * consume ENDPOINT ENTITY COUNT MODE [--idle S]
  * </pre>
  *
@@ -45,7 +45,7 @@ import java.util.concurrent.locks.LockSupport;
  * failures={NAME=n, ...}}: posts that returned and that threw, outcomes told (for a request id already told:
  * duplicates; for one never posted or whose post threw: unknown), milliseconds from the last post to the last
  * outcome (-1 if they never all came before the close). {@code --first-to GHOST} posts one tensor (request id
- * {@code ghost}) to GHOST first.
+ * {@code ghost}) to GHOST first; {@code --pause-ms} waits that long after READY before the first post.
  *
  * <p>{@code consume} receives up to COUNT tensors, checking every word, until a tensor named {@code stop} or
  * {@code --idle} seconds (15 by default) without one; MODE is {@code plain}, {@code raise:N} (the handler throws on
@@ -170,6 +170,7 @@ public final class ConformanceWorker {
         private final long paceMs;
         private final long waitNs;
         private final String ghost;
+        private final long pauseMs;
 
         // Guarded by this.
         private final Map<String, Integer> told = new HashMap<>();
@@ -202,6 +203,7 @@ public final class ConformanceWorker {
             paceMs = a.option("pace-ms", 0);
             waitNs = a.option("wait", 10) * 1_000_000_000L;
             ghost = a.option("first-to");
+            pauseMs = a.option("pause-ms", 0);
         }
 
         int run(Deployment deployment) throws Exception {
@@ -215,6 +217,7 @@ public final class ConformanceWorker {
                     }
                 }
                 System.out.println("READY");
+                Thread.sleep(pauseMs);
                 if (ghost != null) {
                     postOne(endpoint, List.of(ghost), "ghost", firstSeq, 4096);
                 }
