@@ -1,5 +1,6 @@
 package io.mstar.transport.arena;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -19,6 +20,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * must return identical offsets; the invariants are checked after every step. A failure prints the
  * seed; rerun one with {@code -Dmodel.seed=<seed>}.
  */
+@Tag("long")
 class FirstFitAllocatorModelTest {
     private static final int STEPS = 100_000;
     private static final long CAPACITY = 64L << 20;

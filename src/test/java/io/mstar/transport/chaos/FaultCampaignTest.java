@@ -21,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * ({@code -Dgroups=slow}).
  */
 @Timeout(value = 120, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("long")
 class FaultCampaignTest {
     @RegisterExtension
     final ShmTestDir shm = new ShmTestDir();

@@ -3,6 +3,7 @@ package io.mstar.transport.chaos;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -27,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code -Dpipeline.runs=20} on demand.
  */
 @Timeout(value = 60, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("long")
 class RestartPipelineTest {
     @Test
     void aSinkKilledAndRestartedMidStreamNeverSeesWrongBytes() throws Exception {

@@ -4,6 +4,7 @@ import io.mstar.transport.RemoteConfig;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.TwoNodes;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -27,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * checksum (the bytes crossed the network all the same).
  */
 @Timeout(value = 5, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("long")
 class StalledRemoteReaderTest {
     private static final String LEAK = "do not match their checksum";
 

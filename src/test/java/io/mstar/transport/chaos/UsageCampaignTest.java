@@ -21,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * close with a listener told when polled, a handler that throws an Error), each bringing back the code it replaced.
  */
 @Timeout(value = 120, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("long")
 class UsageCampaignTest {
     @RegisterExtension
     final ShmTestDir shm = new ShmTestDir();

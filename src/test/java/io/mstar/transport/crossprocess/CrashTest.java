@@ -4,6 +4,7 @@ import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.naming.Namespace;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -20,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * reclaim) leaves no file of a dead namespace, and no surviving process ever saw a corrupted tensor.
  */
 @Timeout(value = 900, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("long")
 class CrashTest {
     private static final int CYCLES = 20;
     private static final String[] SMALL_ARENA = {"MSTAR_SHM_ARENA_SEGMENT_MB=8", "MSTAR_SHM_ARENA_MAX_SEGMENTS=4"};

@@ -3,6 +3,7 @@ package io.mstar.transport.crossprocess;
 import io.mstar.transport.Delivery;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.VethLink;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -33,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * left on either node. {@code -Dmstar.test.campaignFlags} passes JVM flags to both nodes (a negative control's
  * test seam, say).
  */
+@Tag("long")
 class CrossNodeCampaignTest {
     private enum Fault { DOWN_5S, DOWN_30S, MOVE, TBF_1GBIT, FREEZE_5S }
 

@@ -3,6 +3,7 @@ package io.mstar.transport.crossprocess;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -23,6 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * process from {@code /proc} over 10 s; then the wake-up from idle to a handled tensor's outcome is reported.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("long")
 class IdleCostTest {
     private static final long MEASURE_MS = 10_000;
 

@@ -11,6 +11,7 @@ import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import io.mstar.transport.testing.TwoNodes;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -41,6 +42,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * producer that reposts every in-doubt tensor ({@code TensorEndpoint.repost}) has each handed over once: the
  * receiver's duplicate window confirms the repeat without handing it over (and without the window, twice).
  */
+@Tag("long")
 class InDoubtOutcomesTest {
     private static final int HANDED = 20;
     private static final int NEVER_LEFT = 5;

@@ -2,6 +2,7 @@ package io.mstar.transport.crossprocess;
 
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.VethLink;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -27,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * itself; a steady producer sees one failure per send at its timeout through a partition, not a storm. Needs root
  * and {@code ip netns}; skipped, saying so, without them.
  */
+@Tag("long")
 class NetnsNodesTest {
     private static final int TENSORS = 2000;
 

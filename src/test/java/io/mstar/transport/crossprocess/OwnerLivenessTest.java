@@ -5,6 +5,7 @@ import io.mstar.transport.lifecycle.Reclaimer;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -29,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * their entity take their place.
  */
 @Timeout(value = 600, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("long")
 class OwnerLivenessTest {
     private static final String SMALL_SEGMENTS = "MSTAR_SHM_ARENA_SEGMENT_MB=2";
 

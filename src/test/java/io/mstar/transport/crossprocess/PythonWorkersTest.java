@@ -12,6 +12,7 @@ import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.PythonChild;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -33,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * side killed with SIGKILL mid-stream, its peer told and its files reclaimed.
  */
 @Timeout(value = 600, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("long")
 class PythonWorkersTest {
     private static final String DEPLOYMENT = "ipc:///tmp/mstar-python-test";
     private static final int TENSORS = Integer.getInteger("python.tensors", 100_000);

@@ -9,6 +9,7 @@ import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TransportConfig;
 import io.mstar.transport.testing.ChildJvm;
 import io.mstar.transport.testing.ShmTestDir;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -32,6 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * close with a listener told when polled (once no outcome at all).
  */
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
+@Tag("long")
 class UsagePatternsTest {
     @RegisterExtension
     final ShmTestDir shm = new ShmTestDir();
