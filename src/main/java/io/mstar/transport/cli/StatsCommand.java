@@ -29,6 +29,8 @@ import java.util.regex.Pattern;
 final class StatsCommand {
     private static final Pattern MAP = Pattern.compile(" segmentMap=(\\S*)");
     private static final Pattern ROLE = Pattern.compile("^arena=(\\S+) ");
+    // A space followed by an even number of quotes up to the end: one outside every quoted value.
+    private static final Pattern FIELD_SEPARATOR = Pattern.compile(" (?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)");
 
     private StatsCommand() {
     }
@@ -98,7 +100,7 @@ final class StatsCommand {
             } else {
                 String head = "namespace " + m.group(1) + " entity " + m.group(2) + arena + " owner " + m.group(3)
                     + (live ? " (live)" : " (DEAD)");
-                entries.add(head + "\n" + (map ? drawMap(bars) : "  " + fields.replace(" ", "\n  ")));
+                entries.add(head + "\n" + (map ? drawMap(bars) : onePerLine(fields)));
             }
         }
         if (json) {
@@ -109,6 +111,11 @@ final class StatsCommand {
                 + " with MSTAR_SHM_STATS_PUBLISH=0, or with another MSTAR_SHM_DIR)" : String.join("\n", entries));
         }
         return 0;
+    }
+
+    /** The snapshot's {@code key=value} fields one per line; a quoted value (cuda="not used yet") stays whole. */
+    static String onePerLine(String fields) {
+        return "  " + String.join("\n  ", FIELD_SEPARATOR.split(fields.trim()));
     }
 
     /** One line per segment: its bar, and the share of it in use. */
