@@ -6,9 +6,14 @@ set -eu
 venv="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
 python=/usr/bin/python3
-if ! "$python" -c 'import numpy, cffi, pytest, hypothesis' 2>/dev/null; then
-    echo "python tests skipped: $python lacks numpy, cffi, pytest or hypothesis" \
-         "(apt-get install gcc python3-dev python3-numpy python3-cffi python3-setuptools python3-wheel python3-venv python3-pytest python3-hypothesis)"
+packages="gcc python3-dev python3-numpy python3-cffi python3-setuptools python3-wheel python3-venv python3-pytest python3-hypothesis"
+missing=""
+"$python" -c 'import numpy, cffi, pytest, hypothesis, setuptools, wheel' 2>/dev/null || missing="numpy, cffi, pytest, hypothesis, setuptools or wheel"
+command -v cc > /dev/null 2>&1 || missing="${missing:+$missing; }a C compiler (the native core is built at install)"
+[ -f "$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] \
+    || missing="${missing:+$missing; }Python's headers"
+if [ -n "$missing" ]; then
+    echo "python tests skipped: $python lacks $missing (apt-get install $packages)"
     rm -rf "$venv"
     exit 0
 fi
