@@ -1,8 +1,9 @@
-"""The README's producer, with and without a listener, into a Python consumer (`worker drain`): 4 KiB tensors in a
-window of 64; when the window is full the producer with a listener pumps outcomes with receive(handler, 0.05),
-the one without waits in await_outcomes(1, 0.05). Prints tensors/s for each and their ratio.
+"""The README's producer, with and without a listener, into a Python consumer (`worker drain`) or any other that takes
+the same arguments (a JVM's: `java ... io.mstar.transport.crossprocess.PythonPeer`): 4 KiB tensors in a window of 64;
+when the window is full the producer with a listener pumps outcomes with receive(handler, 0.05), the one without
+waits in await_outcomes(1, 0.05). Prints tensors/s for each and their ratio.
 
-    python benchmarks/listener_pump.py [seconds]
+    python benchmarks/listener_pump.py [seconds [consumer command ...]]
 """
 import os
 import shutil
@@ -31,10 +32,14 @@ class Count(Listener):
         raise AssertionError(failure)
 
 
-def run(env, seconds, with_listener):
-    consumer = subprocess.Popen([sys.executable, "-m", "mstar_transport.worker", "drain", DEPLOYMENT, "consumer"],
-                                stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
-    assert consumer.stdout.readline().strip() == "READY"
+def run(env, seconds, with_listener, consumer_command):
+    consumer = subprocess.Popen(consumer_command + ["drain", DEPLOYMENT, "consumer"], stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, **env})
+    for line in consumer.stdout:  # a JVM may log first
+        if line.strip() == "READY":
+            break
+    else:
+        raise RuntimeError(f"the consumer exited before READY: {consumer_command}")
     listener = Count() if with_listener else None
     payload = np.zeros(SIZE, np.uint8)
     with Endpoint.open(DEPLOYMENT, "producer", listener=listener, env=env) as ep:
@@ -58,11 +63,12 @@ def run(env, seconds, with_listener):
 
 def main():
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+    consumer_command = sys.argv[2:] or [sys.executable, "-m", "mstar_transport.worker"]
     directory = tempfile.mkdtemp(prefix="mstar-bench-", dir="/dev/shm")
     try:
         env = {"MSTAR_SHM_DIR": directory}
-        without = run(env, seconds, False)
-        with_ = run(env, seconds, True)
+        without = run(env, seconds, False, consumer_command)
+        with_ = run(env, seconds, True, consumer_command)
         print(f"RESULT without_listener={without:.0f}/s with_listener={with_:.0f}/s ratio={with_ / without:.2f}")
     finally:
         shutil.rmtree(directory)
