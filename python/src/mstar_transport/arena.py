@@ -106,7 +106,7 @@ class Arena:
         self.next_index = 0  # a name is never reused: a consumer may still map a retired segment's
         self.retired = 0
         self.spills = {}
-        self._fault = ffi.new("uintptr_t *")
+        self._fault = ffi.new("uintptr_t *")  # for the stamps, written with the endpoint's lock held
 
     def take(self, nbytes: int, msb: int, lsb: int):
         """A stamped slot in a segment (growing one if the cap allows), or None when the arena is full. A segment
@@ -135,28 +135,30 @@ class Arena:
         return False
 
     def copy_into(self, slot: Slot, source: int, nbytes: int):
-        """Copies `nbytes` from address `source` into the slot; a truncation under it raises SegmentShrunkError (its
-        segment retired), never SIGBUS."""
-        if nbytes and lib.mst_guarded_copy(slot.address, source, nbytes, self._fault) != 0:
-            self._faulted(slot, "copying a tensor into its slot")
+        """Copies `nbytes` from address `source` into the slot, without the endpoint's lock (the slot is the
+        caller's alone); a truncation under it raises SegmentShrunkError, never SIGBUS: the caller then retires the
+        segment (`retire_under`) with the lock held."""
+        fault = ffi.new("uintptr_t *")
+        if nbytes and lib.mst_guarded_copy(slot.address, source, nbytes, fault) != 0:
+            raise SegmentShrunkError(errno.EFAULT, self._fault_detail(slot, "copying a tensor into its slot",
+                                                                      int(fault[0])))
+
+    def retire_under(self, slot: Slot, why: str):
+        """Retires the segment of a slot whose write faulted (a spill file has none)."""
+        if slot.segment is not None:
+            self.retire(slot.segment, why)
 
     def _stamp(self, slot: Slot, msb: int, lsb: int) -> bool:
         at = slot.address + f.stamp_at(0, slot.nbytes)
         if lib.mst_guarded_stamp(at, msb, lsb, self._fault) == 0:
             return True
-        try:
-            self._faulted(slot, "writing a slot's stamp")
-        except SegmentShrunkError:
-            pass
+        self.retire_under(slot, self._fault_detail(slot, "writing a slot's stamp", int(self._fault[0])))
         return False
 
-    def _faulted(self, slot: Slot, what: str):
-        where = int(self._fault[0]) - slot.file.address
-        detail = f"{what} faulted (SIGBUS) at offset {where}: the file was truncated under its mapping"
-        if slot.segment is not None:
-            self.retire(slot.segment, detail)
-        raise SegmentShrunkError(errno.EFAULT, f"{detail} (a process of this user truncated it):"
-                                               f" file={os.path.basename(slot.file.path)}")
+    @staticmethod
+    def _fault_detail(slot: Slot, what: str, address: int) -> str:
+        return (f"{what} faulted (SIGBUS) at offset {address - slot.file.address}: the file was truncated under its"
+                f" mapping (a process of this user truncated it): file={os.path.basename(slot.file.path)}")
 
     def retire(self, segment: Segment, why: str):
         """No more slots from `segment`; its name goes now (no consumer maps it again), its file when it is empty."""

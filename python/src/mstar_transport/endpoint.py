@@ -422,8 +422,9 @@ class Endpoint:
         try:
             self.arena.copy_into(claim.slot, address, nbytes)
             return claim
-        except SegmentShrunkError:
+        except SegmentShrunkError as e:
             with self._lock:
+                self.arena.retire_under(claim.slot, str(e))
                 claim.posted = True
                 claim._array = None
                 self._slot_done((claim.uuid_msb, claim.uuid_lsb))
