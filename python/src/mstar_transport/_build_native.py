@@ -1,5 +1,6 @@
 """Builds mstar_transport._native: the few things Python cannot do itself on shared memory (atomics, fences,
-the futex, open-file-description locks). Run by setup.py at install time (cffi API mode)."""
+the futex, open-file-description locks, writes into a mapping that fail into an error rather than SIGBUS when its
+file was truncated). Run by setup.py at install time (cffi API mode)."""
 from cffi import FFI
 
 CDEF = """
@@ -21,6 +22,9 @@ void mst_zero(uintptr_t address, int64_t length);
 int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length);
 int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out, int32_t out_capacity,
                   int32_t limit, int32_t *records);
+int mst_guard_install(void);
+int mst_guarded_copy(uintptr_t to, uintptr_t from, int64_t length, uintptr_t *fault);
+int mst_guarded_stamp(uintptr_t address, int64_t msb, int64_t lsb, uintptr_t *fault);
 """
 
 SOURCE = r"""
@@ -31,6 +35,8 @@ SOURCE = r"""
 #include <limits.h>
 #include <time.h>
 #include <unistd.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <linux/futex.h>
 
@@ -87,6 +93,80 @@ int mst_ofd_locked(int fd, int64_t start, int64_t length) {
 
 void mst_copy(uintptr_t to, uintptr_t from, int64_t n) { memcpy((void *) to, (const void *) from, (size_t) n); }
 void mst_zero(uintptr_t a, int64_t n) { memset((void *) a, 0, (size_t) n); }
+
+/*
+ * Writes into this process's own mappings that a truncation of the file under them turns into an error, not a
+ * SIGBUS (another process of the same user may truncate a segment: a bug or malice). While a thread runs a guarded
+ * write, its own jump buffer is set; the SIGBUS handler jumps back there, so the write returns -1 with the faulting
+ * address. Threads guard on their own buffers (thread-local, initial-exec so that the handler never allocates). A
+ * SIGBUS outside a guarded write goes to the handler that was installed before (Python's faulthandler, or the
+ * default action: the process dies as it would have).
+ */
+static __thread sigjmp_buf *guard_jump __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t guard_fault __attribute__((tls_model("initial-exec")));
+static struct sigaction guard_previous;
+static int guard_installed;
+
+static void guard_handler(int signum, siginfo_t *info, void *context) {
+    sigjmp_buf *jump = guard_jump;
+    if (jump != NULL) {
+        guard_jump = NULL;
+        guard_fault = (uintptr_t) info->si_addr;
+        siglongjmp(*jump, 1);
+    }
+    if (guard_previous.sa_flags & SA_SIGINFO) {
+        guard_previous.sa_sigaction(signum, info, context);
+    } else if (guard_previous.sa_handler != SIG_DFL && guard_previous.sa_handler != SIG_IGN) {
+        guard_previous.sa_handler(signum);
+    } else {
+        signal(SIGBUS, SIG_DFL); /* the fault happens again on return, with the default action: the process dies */
+    }
+}
+
+/* Installs the SIGBUS handler once (the caller holds the import lock): 0, or -1 with errno. */
+int mst_guard_install(void) {
+    if (guard_installed) return 0;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = guard_handler;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK; /* no mask to restore: the jump needs no syscall */
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGBUS, &action, &guard_previous) != 0) return -1;
+    guard_installed = 1;
+    return 0;
+}
+
+/* memcpy into a mapping: 0, or -1 with *fault the address that faulted (the file ends before it). */
+int mst_guarded_copy(uintptr_t to, uintptr_t from, int64_t n, uintptr_t *fault) {
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 0) != 0) {
+        *fault = guard_fault;
+        return -1;
+    }
+    guard_jump = &jump;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy((void *) to, (const void *) from, (size_t) n);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    guard_jump = NULL;
+    return 0;
+}
+
+/* A slot's stamp (two release stores: docs/format.md, section 4), or its clearing with (0, 0) and a full fence. */
+int mst_guarded_stamp(uintptr_t a, int64_t msb, int64_t lsb, uintptr_t *fault) {
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 0) != 0) {
+        *fault = guard_fault;
+        return -1;
+    }
+    guard_jump = &jump;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n((int64_t *) a, msb, __ATOMIC_RELEASE);
+    __atomic_store_n((int64_t *) (a + 8), lsb, __ATOMIC_RELEASE);
+    if (msb == 0 && lsb == 0) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    guard_jump = NULL;
+    return 0;
+}
 
 /* Agrona's many-to-one ring (docs/format.md, section 7): the trailer's fields follow the records. */
 #define TAIL 128

@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from . import format as f
-from .arena import Arena, Slot, stamp_holds
+from .arena import Arena, SegmentShrunkError, Slot, stamp_holds
 from .lease import lend
 from .shm import (Mailbox, PeerFiles, PeerMailbox, PeerUnavailableError, UntrustedFileError, shm_dir, sweep)
 
@@ -33,6 +33,9 @@ from .shm import (Mailbox, PeerFiles, PeerMailbox, PeerUnavailableError, Untrust
 CONSUMER_DIED = "CONSUMER_DIED"
 REFUSED = "REFUSED"
 CLOSED = "CLOSED"
+# Not a definite failure: a fan-out's tensor that some consumers ACKed while the others never will have it (they did
+# not run, died or refused it); the detail names those. Post it again to those only.
+PARTIAL = "PARTIAL"
 
 # How each format dtype is held in numpy: BF16 and the 8-bit floats as their bits (numpy has no such types); BF16 as
 # int16, which torch 1.13's from_numpy takes (it refuses uint16).
@@ -50,6 +53,7 @@ _ACKS_PER_MESSAGE = 1024
 _LIVENESS_INTERVAL_S = 1.0
 _FULL_RING_TIMEOUT_S = 30.0  # a post waits this long for room in a live consumer's mailbox, then is REFUSED
 _MAX_SLEEP_S = 1.0  # every wait wakes at least this often: liveness, views let go on other threads
+_COPY_ATTEMPTS = 3  # a post of an array whose slot's segment was shrunk under it copies again into another
 
 _ENDPOINTS: "weakref.WeakSet[Endpoint]" = weakref.WeakSet()
 
@@ -165,11 +169,16 @@ class Received:
 
 
 class _Sent:
-    """A tensor in flight: to whom (an entity's incarnation, as the JVM keys shares) and where it lies."""
-    __slots__ = ("request_id", "consumer", "incarnation", "slot")
+    """A tensor in flight and where it lies, with a share for each consumer it went to (one, or a fan-out's): the
+    consumers yet to ACK, each with the incarnation its descriptor went to (None before it went; liveness is per
+    incarnation, as the JVM keys shares), how many ACKed, and which failed and why. Decided when no share is left."""
+    __slots__ = ("request_id", "shares", "acked", "failed", "slot")
 
-    def __init__(self, request_id, consumer, incarnation, slot):
-        self.request_id, self.consumer, self.incarnation, self.slot = request_id, consumer, incarnation, slot
+    def __init__(self, request_id, consumers, slot):
+        self.request_id, self.slot = request_id, slot
+        self.shares: Dict[str, Optional[int]] = dict.fromkeys(consumers)
+        self.acked = 0
+        self.failed: List[Tuple[str, str, str]] = []  # (entity, failure, detail)
 
 
 class Endpoint:
@@ -190,7 +199,7 @@ class Endpoint:
         self._close_requested = False
         self.stats = {"received": 0, "acks_sent": 0, "stale_reads": 0, "bad_descriptors": 0, "acks": 0,
                       "unknown_acks": 0, "refused_files": 0, "unreachable_peers": 0, "swept_files": 0,
-                      "skipped_claims": 0}
+                      "skipped_claims": 0, "retired_segments": 0}
         self.stats["swept_files"] += sweep(self.directory)  # dead owners' files, before making ours
         self.next_sweep = time.monotonic() + self.sweep_interval_s
         self.mailbox = Mailbox(self.directory, self.ns, self.entity)
@@ -279,21 +288,41 @@ class Endpoint:
                      lambda hold: self._released.append((key, None)))
         return Claim(self, request_id, code, shape, slot, msb, lsb, array)
 
-    def post(self, to: str, request_id_or_claim, array=None, dtype: Optional[str] = None) -> int:
-        """Sends a tensor to `to`: a filled Claim, or a request id and an array, copied once into a slot. The array
-        may be numpy (any buffer-protocol array; `dtype` names a format dtype for raw bits, e.g. "BF16" for int16
-        bits) or a torch tensor of any dtype and device (one copy, straight into the slot; a tensor that requires
-        grad is detached: its values are sent). Returns the low half of its uuid, which its outcome names.
+    def post(self, to, request_id_or_claim, array=None, dtype: Optional[str] = None) -> int:
+        """Sends a tensor to `to`, an entity or a list (or tuple) of entities (a fan-out: one slot, the same
+        descriptor to each; the slot is freed once each ACKed or died): a filled Claim, or a request id and an array,
+        copied once into a slot. The array may be numpy (any buffer-protocol array; `dtype` names a format dtype for
+        raw bits, e.g. "BF16" for int16 bits) or a torch tensor of any dtype and device (one copy, straight into the
+        slot; a tensor that requires grad is detached: its values are sent). Returns the low half of its uuid, which
+        its outcome names.
 
-        Exactly one outcome follows a post that returned (an entity that does not run is REFUSED at once); a post
-        that raised tells none and frees its slot."""
+        Exactly one outcome follows a post that returned: delivered when every consumer ACKed it; for a fan-out
+        some of whose consumers ACKed it while the others did not run, died or refused it, PARTIAL (not definite:
+        post it again to those the detail names); else the failure of the first that failed (an entity that does
+        not run is REFUSED at once). A post that raised tells none and frees its slot, save one interrupted
+        (KeyboardInterrupt) after some consumers of a fan-out got it: their outcome is told, the rest refused.
+
+        A claim whose segment was truncated under it (by another process of this user) is told REFUSED; an array is
+        copied again into another segment. The library's own copies never fault (SegmentShrunkError where no
+        segment is left to take them); writes of the caller's into `Claim.array` after its segment was truncated
+        would (SIGBUS): the check comes at `claim` and at `post`, not between."""
         self._check_open()
         if isinstance(request_id_or_claim, Claim):
             claim = request_id_or_claim
             if claim._endpoint is not self:
                 raise ValueError(f"the claim belongs to another endpoint: request_id={claim.request_id}")
-        else:
-            claim = self._copied(request_id_or_claim, array, dtype)
+            return self._post(to, claim, False)
+        for attempt in range(_COPY_ATTEMPTS):
+            claim = self._copied(request_id_or_claim, array, dtype, attempt + 1 < _COPY_ATTEMPTS)
+            if claim is not None:
+                lsb = self._post(to, claim, attempt + 1 < _COPY_ATTEMPTS)
+                if lsb is not None:
+                    return lsb
+        raise AssertionError("unreachable: the last attempt raises or posts")
+
+    def _post(self, to, claim: Claim, again: bool) -> Optional[int]:
+        """Posts a claim; None (its slot freed) when its segment was shrunk under it and `again` says the caller
+        copies the tensor again into another slot."""
         key = (claim.uuid_msb, claim.uuid_lsb)
         with self._lock:
             self._check_open()
@@ -304,31 +333,61 @@ class Endpoint:
             claim._array = None
             slot = claim.slot
             try:
-                f.check_entity(to)
-                d = f.Descriptor(claim.uuid_msb, claim.uuid_lsb, claim.request_id, self.entity, claim.dtype_code,
-                                 claim.shape, slot.nbytes, f.PLACEMENT_SPILL if slot.spill else f.PLACEMENT_ARENA,
-                                 os.path.basename(slot.file.path), slot.offset)
-                message = f.encode_message(self.entity, 1, f.encode_descriptor(d))
-                sent = _Sent(claim.request_id, to, 0, slot)
-                self.in_flight[key] = sent  # before the write: whatever raises after it, the cleared stamp refuses
-                peer = self._peer(to)
-                sent.incarnation = peer.incarnation
-                written = peer.write(f.DESCRIPTORS, message, _FULL_RING_TIMEOUT_S, self._drain)
-                if not written:
-                    raise PeerUnavailableError(to, f"the mailbox of entity {to} stayed full for"
-                                                   f" {_FULL_RING_TIMEOUT_S} s (it does not read)")
-                self._claims[key][2] = "posted"
-            except PeerUnavailableError as e:
-                self._decide(key, REFUSED, str(e))
+                targets = _targets(to)
             except BaseException:
-                self.in_flight.pop(key, None)
                 self._slot_done(key)
                 raise
+            if not self._arena().holds(slot):  # shrunk under it: the descriptor would name bytes that are gone
+                if again:
+                    self._slot_done(key)
+                    return None
+                self.in_flight[key] = _Sent(claim.request_id, (), slot)
+                self._claims[key][2] = "posted"
+                self._decide(key, REFUSED, f"the producer's segment was shrunk under the slot (a process of this user"
+                                           f" truncated it): file={os.path.basename(slot.file.path)}; the bytes are"
+                                           f" lost: post again")
+            else:
+                self._send(key, claim, slot, targets)
         self._tell()
         return key[1]
 
-    def _copied(self, request_id: str, array, dtype: Optional[str]) -> Claim:
-        """A claim holding a copy of `array` (numpy or torch)."""
+    def _send(self, key, claim: Claim, slot: Slot, targets: List[str]):
+        """Writes the descriptor into each target's mailbox (the lock held). A target that does not run (or whose
+        mailbox stays full) gives up its share at once; an exception before any descriptor went untracks the tensor
+        and frees its slot; after, the targets not reached give up their shares and the post stands."""
+        d = f.Descriptor(claim.uuid_msb, claim.uuid_lsb, claim.request_id, self.entity, claim.dtype_code,
+                         claim.shape, slot.nbytes, f.PLACEMENT_SPILL if slot.spill else f.PLACEMENT_ARENA,
+                         os.path.basename(slot.file.path), slot.offset)
+        went = 0
+        k = 0
+        try:
+            message = f.encode_message(self.entity, 1, f.encode_descriptor(d))
+            sent = _Sent(claim.request_id, targets, slot)
+            self.in_flight[key] = sent  # before the writes: an ACK may come back while the next one waits for room
+            self._claims[key][2] = "posted"
+            for k, to in enumerate(targets):
+                try:
+                    peer = self._peer(to)
+                    sent.shares[to] = peer.incarnation
+                    if not peer.write(f.DESCRIPTORS, message, _FULL_RING_TIMEOUT_S, self._drain):
+                        raise PeerUnavailableError(to, f"the mailbox of entity {to} stayed full for"
+                                                       f" {_FULL_RING_TIMEOUT_S} s (it does not read)")
+                    went += 1
+                except PeerUnavailableError as e:
+                    self._share_done(key, to, REFUSED, str(e))
+        except BaseException as e:
+            if went == 0:
+                self.in_flight.pop(key, None)
+                self._slot_done(key)
+                raise
+            for to in targets[k:]:
+                self._share_done(key, to, REFUSED, f"consumer {to} was not sent it: {e!r}")
+            if not isinstance(e, Exception):
+                raise
+
+    def _copied(self, request_id: str, array, dtype: Optional[str], again: bool) -> Optional[Claim]:
+        """A claim holding a copy of `array` (numpy or torch); None (the slot freed) when the copy faulted because
+        the slot's segment was shrunk under it and `again` says the caller tries another slot."""
         if type(array).__module__.split(".")[0] == "torch":
             t = array.detach()
             names = {v: k for k, v in _TORCH_NAMES.items()}
@@ -337,7 +396,10 @@ class Endpoint:
                 raise TypeError(f"no format dtype for torch dtype {t.dtype}")
             claim = self.claim(request_id, name, tuple(t.shape))
             if t.numel():
-                claim.torch().copy_(t)
+                if t.device.type == "cpu":
+                    t = t.contiguous()
+                    return self._copy_into(claim, t.data_ptr(), t.numel() * t.element_size(), t, again)
+                claim.torch().copy_(t)  # a device's copy: unguarded (see post)
             return claim
         source = np.asarray(array, order="C")  # keeps a 0-d array 0-d
         if dtype is not None:
@@ -350,9 +412,25 @@ class Endpoint:
                 raise TypeError(f"no format dtype for numpy dtype {source.dtype}: pass dtype= (a format name)")
             name = f.DTYPES[code][0]
         claim = self.claim(request_id, name, source.shape)
-        if source.nbytes:
-            np.copyto(claim.array, source.view(claim.array.dtype))
-        return claim
+        return self._copy_into(claim, source.ctypes.data, source.nbytes, source, again)
+
+    def _copy_into(self, claim: Claim, address: int, nbytes: int, keep, again: bool) -> Optional[Claim]:
+        """Copies `nbytes` at `address` (memory `keep` owns) into the claim's slot, guarded: a fault (its file
+        truncated under it) retires the segment and frees the slot; None then, or SegmentShrunkError unless `again`."""
+        if not nbytes:
+            return claim
+        try:
+            self.arena.copy_into(claim.slot, address, nbytes)
+            return claim
+        except SegmentShrunkError as e:
+            with self._lock:
+                self.arena.retire_under(claim.slot, str(e))
+                claim.posted = True
+                claim._array = None
+                self._slot_done((claim.uuid_msb, claim.uuid_lsb))
+            if again:
+                return None
+            raise
 
     def _peer(self, entity: str, current: bool = False) -> PeerMailbox:
         """The entity's mailbox, mapped once; probed at most once a second (or, with `current`, checked to be the
@@ -462,6 +540,26 @@ class Endpoint:
             raise first
         return told
 
+    def _share_done(self, key, consumer: str, failure: Optional[str], detail: Optional[str]) -> bool:
+        """One consumer's share of a tensor in flight is done: ACKed (failure None), or it never will be. The last
+        share decides the tensor: delivered when none failed, the first failure when none ACKed, else PARTIAL."""
+        sent = self.in_flight.get(key)
+        if sent is None or consumer not in sent.shares:
+            return False
+        del sent.shares[consumer]
+        if failure is None:
+            sent.acked += 1
+        else:
+            sent.failed.append((consumer, failure, detail))
+        if sent.shares:
+            return True
+        if not sent.failed:
+            return self._decide(key, None, None)
+        details = "; ".join(d for _, _, d in sent.failed)
+        if sent.acked == 0:
+            return self._decide(key, sent.failed[0][1], details)
+        return self._decide(key, PARTIAL, f"the other consumers of the fan-out ACKed it; {details}")
+
     def _decide(self, key, failure: Optional[str], detail: Optional[str]) -> bool:
         sent = self.in_flight.pop(key, None)
         if sent is None:
@@ -489,13 +587,14 @@ class Endpoint:
         if now < self.next_liveness or not self.in_flight or self._no_liveness:
             return
         self.next_liveness = now + _LIVENESS_INTERVAL_S
-        for consumer, incarnation in {(s.consumer, s.incarnation) for s in self.in_flight.values()}:
+        shares = {(c, i) for s in self.in_flight.values() for c, i in s.shares.items() if i is not None}
+        for consumer, incarnation in shares:
             peer = self.peers.get(consumer)
             if peer is not None and peer.incarnation == incarnation and peer.is_alive():
                 continue
             for key, s in list(self.in_flight.items()):
-                if s.consumer == consumer and s.incarnation == incarnation:
-                    self._decide(key, CONSUMER_DIED, f"consumer {consumer} died before ACKing")
+                if s.shares.get(consumer) == incarnation:
+                    self._share_done(key, consumer, CONSUMER_DIED, f"consumer {consumer} died before ACKing")
 
     # ---- receiving ----
 
@@ -584,6 +683,8 @@ class Endpoint:
         self._check_liveness()
         self.files.sweep()
         self.stats["skipped_claims"] = self.mailbox.unblocks
+        if self.arena is not None:
+            self.stats["retired_segments"] = self.arena.retired
         if self.sweep_interval_s > 0 and time.monotonic() > self.next_sweep:
             self.next_sweep = time.monotonic() + self.sweep_interval_s
             self.stats["swept_files"] += sweep(self.directory)
@@ -625,14 +726,15 @@ class Endpoint:
             return
         for msb, lsb in items:
             sent = self.in_flight.get((msb, lsb))
-            if sent is None or sent.consumer != sender:
+            if sent is None or sent.shares.get(sender) is None:  # not sent to it, or its share is gone already
                 self.stats["unknown_acks"] += 1
                 continue
             self.stats["acks"] += 1
             if mtype == f.ACKS:
-                self._decide((msb, lsb), None, None)
+                self._share_done((msb, lsb), sender, None, None)
             else:
-                self._decide((msb, lsb), REFUSED, f"consumer {sender} refused it: its slot was reused under it")
+                self._share_done((msb, lsb), sender, REFUSED, f"consumer {sender} refused it: it could not read it in"
+                                                              f" its slot (the slot reused or its file truncated)")
 
     def _hand(self, d: f.Descriptor, handler) -> int:
         key = (d.uuid_msb, d.uuid_lsb)
@@ -819,6 +921,23 @@ def _as_torch(array: np.ndarray, code: int):
         if wanted is not None:
             t = t.view(wanted)  # the 8-bit floats stay their bits on a torch without them (1.13)
     return t
+
+
+def _targets(to) -> List[str]:
+    """The consumers of a post: one entity, or a fan-out's list or tuple of distinct ones."""
+    if isinstance(to, str):
+        return [f.check_entity(to)]
+    if not isinstance(to, (list, tuple)):
+        raise TypeError(f"to must be an entity or a list or tuple of entities: to={to!r}")
+    if not to:
+        raise ValueError("a fan-out needs at least one consumer: to=[]")
+    for entity in to:
+        if not isinstance(entity, str):
+            raise TypeError(f"an entity is a str: {entity!r} in to={to!r}")
+        f.check_entity(entity)
+    if len(set(to)) != len(to):
+        raise ValueError(f"a fan-out names each consumer once: to={list(to)!r}")
+    return list(to)
 
 
 def _seconds(env, name: str, default: str) -> float:

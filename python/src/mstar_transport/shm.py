@@ -117,6 +117,7 @@ class OwnedFile:
         self.size = size
         self.address = address_of(self.map) if self.map is not None else 0
         self._hold = None
+        self.linked = True
 
     def hold(self):
         """An export of the mapping: while an array lent from it lives, the mapping cannot be closed."""
@@ -130,12 +131,24 @@ class OwnedFile:
             os.close(self.fd)
             self.fd = -1
 
+    def unlink(self):
+        """Removes the name only (if it still names this file): nobody opens it again; the mapping and lock stay."""
+        if self.linked:
+            self.linked = False
+            if self.fd >= 0 and _same_file(self.path, os.fstat(self.fd)):
+                try:
+                    os.unlink(self.path)
+                except FileNotFoundError:
+                    pass
+
     def remove(self):
         """Unlinks the file, then lets go of its mapping and lock (a view still held keeps the mapping)."""
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        if self.linked:
+            self.linked = False
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
         self._hold = None
         if self.map is not None:
             try:
