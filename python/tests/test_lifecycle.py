@@ -12,7 +12,7 @@ import numpy as np
 
 from mstar_transport import CONSUMER_DIED, Endpoint
 from mstar_transport import format as f
-from mstar_transport.shm import PeerMailbox
+from mstar_transport.shm import PeerMailbox, sweep
 
 DEPLOYMENT = "ipc:///tmp/mstar-python-lifecycle"
 
@@ -46,10 +46,9 @@ def _start(script, env, entity, *args):
     return child
 
 
-def _remove_dead(env, suffix):
-    for name in os.listdir(env["MSTAR_SHM_DIR"]):
-        if name.endswith(suffix):
-            os.unlink(os.path.join(env["MSTAR_SHM_DIR"], name))
+def _remove_dead(env):
+    """The killed workers' files (mailbox, stats file), as the next sweep of any worker would take them."""
+    sweep(env["MSTAR_SHM_DIR"])
 
 
 def test_a_restarted_consumers_predecessor_is_told_dead_for_its_tensors(shm_env):
@@ -68,7 +67,7 @@ def test_a_restarted_consumers_predecessor_is_told_dead_for_its_tensors(shm_env)
         finally:
             second.kill()
             second.wait()
-            _remove_dead(shm_env, "_mailbox_mortal")
+            _remove_dead(shm_env)
 
 
 FORKED = """
@@ -121,7 +120,7 @@ def test_a_sigkilled_parent_is_found_dead_while_its_forked_child_lives(shm_env):
     finally:
         parent.kill()
         os.kill(int(child), signal.SIGKILL)
-        _remove_dead(shm_env, "_mailbox_mortal")
+        _remove_dead(shm_env)
 
 
 PRODUCER = """

@@ -28,6 +28,7 @@ from . import format as f
 from .arena import Arena, SegmentShrunkError, Slot, stamp_holds
 from .lease import lend
 from .shm import (Mailbox, PeerFiles, PeerMailbox, PeerUnavailableError, UntrustedFileError, shm_dir, sweep)
+from .stats import StatsFile
 
 # The failure names of the JVM side's Delivery.Failure.
 CONSUMER_DIED = "CONSUMER_DIED"
@@ -203,6 +204,8 @@ class Endpoint:
         self.stats["swept_files"] += sweep(self.directory)  # dead owners' files, before making ours
         self.next_sweep = time.monotonic() + self.sweep_interval_s
         self.mailbox = Mailbox(self.directory, self.ns, self.entity)
+        publish = self.env.get("MSTAR_SHM_STATS_PUBLISH", "1").strip().lower() not in ("0", "false")
+        self._stats_file = StatsFile(self.directory, self.ns, self.entity) if publish else None
         self.arena: Optional[Arena] = None
         self.peers: Dict[str, PeerMailbox] = {}
         self.files = PeerFiles(self.directory)
@@ -685,6 +688,11 @@ class Endpoint:
         self.stats["skipped_claims"] = self.mailbox.unblocks
         if self.arena is not None:
             self.stats["retired_segments"] = self.arena.retired
+        if self._stats_file is not None:
+            try:
+                self._stats_file.publish(self.stats)
+            except OSError:
+                pass  # a full tmpfs or a planted name: the stats are for people, the tensors go on
         if self.sweep_interval_s > 0 and time.monotonic() > self.next_sweep:
             self.next_sweep = time.monotonic() + self.sweep_interval_s
             self.stats["swept_files"] += sweep(self.directory)
@@ -885,6 +893,8 @@ class Endpoint:
                     self.arena.close()
                 self._claims.clear()
                 self.files.close()
+                if self._stats_file is not None:
+                    self._stats_file.remove()
                 self.mailbox.close()
                 self._event()
         self._tell()
@@ -902,6 +912,8 @@ class Endpoint:
         for peer in self.peers.values():
             peer.drop_after_fork()
         self.files.drop_after_fork()
+        if self._stats_file is not None:
+            self._stats_file.drop_after_fork()
 
 
 def _after_fork():
