@@ -452,6 +452,8 @@ class Consumer:
             self._raise_every()
         elif self.mode == "slow":
             time.sleep(self.every / 1000)
+        elif self.mode == "stop-after":
+            pass  # stops reading in _stop_after
         elif self.mode == "stale-view":
             self.handled.append((tensor, tensor.array, seq))
         elif self.mode == "close-on-stop":

@@ -650,7 +650,7 @@ public final class ConformanceWorker {
                 stop = true;
             }
             switch (mode) {
-                case "plain" -> { }
+                case "plain", "stop-after" -> { } // stop-after stops reading in stopAfter()
                 case "raise" -> raiseEvery();
                 case "keep" -> keep(tensor);
                 case "keep-raise" -> {
