@@ -3,17 +3,25 @@ io.mstar.transport.conformance.ConformanceWorker: the same command lines, the sa
 conformance matrix runs every scenario with either language at either end.
 
     python -m mstar_transport.conformance produce ENDPOINT ENTITY TO[,TO2] COUNT SEED WINDOW [SIZE] [--threads N]
-        [--stop-last] [--first-seq S] [--pace-ms P] [--wait S] [--first-to GHOST] [--pause-ms P]
+        [--stop-last] [--first-seq S] [--pace-ms P] [--wait S] [--first-to GHOST] [--pause-ms P] [--pause-at N]
+        [--listener post|raise:N|close:N] [--close-then-poll] [--no-listener] [--fork child-exits|child-lives]
     python -m mstar_transport.conformance consume ENDPOINT ENTITY COUNT MODE [--idle S]
+        [--fork child-exits|child-lives]
 
 `produce` posts COUNT checked tensors (word k of tensor seq holds seq * 0x9E3779B97F4A7C15 + k mod 2**64; request id:
 seq, or "stop" for the last one with --stop-last), SIZE bytes each or a seeded mix of 4 KiB, 64 KiB and 1 MiB,
 keeping at most WINDOW untold; a window shut for --wait seconds (10) ends the posting (STALL); after the last post
 it waits up to as long for every outcome, closes the endpoint (which tells what is still in flight) and prints
-`RESULT posted= raised= delivered= failed= told= duplicates= unknown= settleMs= stalled= unknownAcks= failures={..}`.
+`RESULT posted= raised= delivered= failed= told= duplicates= unknown= settleMs= stalled= unknownAcks= afterClose=
+pollErrors= failures={..}`. --pause-at N moves the --pause-ms pause before post N (printing PAUSED); --listener makes
+the listener post the next tensor per outcome (a request loop), raise on every Nth or close the endpoint at the Nth;
+--close-then-poll closes once posted, then polls and awaits outcomes; --no-listener opens with none and counts the
+outcomes the polls return; --fork forks once READY, the child exiting at once or living 60 s (CHILD pid=).
 `consume` receives up to COUNT tensors, checking every word, until one named "stop" or --idle seconds (15) without
-one, in MODE plain, raise:N, keep, keep-raise:N, slow:MS, close-on-stop or stop-after:N, and prints READY, PROGRESS and
-`RESULT received= bad= duplicates= raised= errors=`; an endpoint that does not open prints OPEN-FAILED and exits 3.
+one, in MODE plain, raise:N, keep, keep-raise:N, slow:MS, close-on-stop, stop-after:N or stale-view, and prints READY,
+PROGRESS and `RESULT received= bad= duplicates= raised= errors= badInput= skipped= forged= staleViews= refusedViews=
+ownViews= openAccessors=`; an endpoint that does not open prints OPEN-FAILED and exits 3. The JVM worker's javadoc
+says what each mode and field means.
 """
 from __future__ import annotations
 
@@ -72,8 +80,8 @@ def _parse(argv):
     positional, options = [], {}
     i = 0
     while i < len(argv):
-        if argv[i] == "--stop-last":
-            options["stop-last"] = "true"
+        if argv[i] in ("--stop-last", "--close-then-poll", "--no-listener"):
+            options[argv[i][2:]] = "true"
         elif argv[i].startswith("--"):
             options[argv[i][2:]] = argv[i + 1]
             i += 1
@@ -99,6 +107,16 @@ class Producer(Listener):
         self.wait_s = int(options.get("wait", 10))
         self.ghost = options.get("first-to")
         self.pause_s = int(options.get("pause-ms", 0)) / 1000
+        self.pause_at = int(options.get("pause-at", 0))
+        self.listener_mode, _, every = options.get("listener", "count").partition(":")
+        self.listener_every = int(every) if every else 0
+        self.close_then_poll = "close-then-poll" in options
+        self.no_listener = "no-listener" in options
+        self.fork = options.get("fork")
+        self.ep = None
+        self.closed_by_listener = False
+        self.close_returned = False
+        self.told_after_close = self.poll_errors = 0
         self.lock = threading.RLock()
         self.told_ids, self.raised_ids, self.attempted = {}, set(), set()
         self.failures, self.errors = {}, {}
@@ -110,9 +128,13 @@ class Producer(Listener):
         self.next_seq = 0
 
     def run(self, deployment: str, entity: str) -> int:
-        with Endpoint.open(deployment, entity, listener=self) as ep:
+        unknown_acks, settle_ms = 0, -1
+        ep = self.ep = Endpoint.open(deployment, entity, listener=None if self.no_listener else self)
+        try:
             print("READY", flush=True)
-            time.sleep(self.pause_s)
+            _fork(self.fork)
+            if not self.pause_at:
+                time.sleep(self.pause_s)
             if self.ghost is not None:
                 self._post_one(ep, [self.ghost], "ghost", self.first_seq, 4096)
             posters = [threading.Thread(target=self._post_all, args=(ep,), name=f"poster-{t}")
@@ -124,29 +146,57 @@ class Producer(Listener):
             last_post = time.monotonic()
             with self.lock:
                 self.last_progress = last_post
-            while self._untold() > 0 and time.monotonic() - last_post < self.wait_s:
+            # a request loop posts from its listener: wait until it posted all, then for their outcomes
+            while (not self.close_then_poll and not self.closed_by_listener
+                   and (self._untold() > 0 or self.listener_mode == "post" and self.next_seq < self.count)
+                   and time.monotonic() - self.last_progress < self.wait_s):
                 self._await(ep)
-            unknown_acks = ep.stats.get("unknown_acks", 0)
+            if not self.closed_by_listener:
+                unknown_acks = ep.stats.get("unknown_acks", 0)
             with self.lock:
                 settle_ms = -1 if self._untold() > 0 else max(0, int((self.all_told - last_post) * 1000))
-        # leaving the with block closed the endpoint, which tells what is still in flight
+        finally:
+            try:
+                ep.close()  # tells what is still in flight
+            except Exception as e:  # noqa: BLE001 - a listener's raise comes out here too: counted
+                self._error(e)
+            with self.lock:
+                self.close_returned = True
+        if self.close_then_poll:
+            self._poll_after_close(ep)
         with self.lock:
             if self.errors:
                 print(f"POST-ERRORS {counts(self.errors)}", flush=True)
             print(f"RESULT posted={self.posted} raised={self.raised} delivered={self.n_delivered} "
                   f"failed={self.n_failed} told={self.told_total} duplicates={self.duplicates} unknown={self.unknown} "
                   f"settleMs={settle_ms} "
-                  f"stalled={str(self.stalled).lower()} unknownAcks={unknown_acks} failures={counts(self.failures)}",
-                  flush=True)
+                  f"stalled={str(self.stalled).lower()} unknownAcks={unknown_acks} afterClose={self.told_after_close} "
+                  f"pollErrors={self.poll_errors} failures={counts(self.failures)}", flush=True)
             ok = self.told_total == self.posted and not self.duplicates and not self.unknown \
                 and self.n_delivered == self.posted
             return 0 if ok else 1
+
+    def _poll_after_close(self, ep):
+        """After close: polls and awaits outcomes five times each; each may tell what close left, never raises."""
+        for _ in range(5):
+            try:
+                self._count_returned(ep.poll_outcomes())
+                self._count_returned(ep.await_outcomes(64, 0.05))
+            except Exception as e:  # noqa: BLE001 - counted: the scenario asserts there are none
+                with self.lock:
+                    self.poll_errors += 1
+                self._error(e)
+
+    def _count_returned(self, outcomes):
+        """Outcomes a poll returned (an endpoint with no listener), counted as a listener counts them."""
+        for o in outcomes or ():
+            self._told(o.request_id, o.failure)
 
     def _await(self, ep):
         """Reads the outcomes waiting (told to this listener); sleeps a moment when none came."""
         before = self.told_total
         try:
-            ep.poll_outcomes()
+            self._count_returned(ep.poll_outcomes())
         except Exception as e:  # noqa: BLE001 - counted and printed: the scenario decides
             self._error(e)
         if self.told_total == before:
@@ -155,10 +205,14 @@ class Producer(Listener):
     def _post_all(self, ep):
         while True:
             with self.lock:
-                if self.stalled or self.next_seq >= self.count:
-                    return
+                if self.stalled or self.closed_by_listener or self.next_seq >= self.count \
+                        or self.listener_mode == "post" and self.next_seq >= self.window:
+                    return  # a request loop's listener posts the rest
                 seq = self.first_seq + self.next_seq
                 self.next_seq += 1
+            if self.pause_at and seq == self.first_seq + self.pause_at:
+                print("PAUSED", flush=True)
+                time.sleep(self.pause_s)
             if not self._await_window(ep):
                 return
             name = "stop" if self.stop_last and seq == self.first_seq + self.count - 1 else str(seq)
@@ -169,7 +223,7 @@ class Producer(Listener):
     def _await_window(self, ep) -> bool:
         while True:
             with self.lock:
-                if self.stalled:
+                if self.stalled or self.closed_by_listener:
                     return False
                 if self._untold() < self.window:
                     return True
@@ -205,14 +259,37 @@ class Producer(Listener):
         return len(self.attempted) - self.raised - self.told_unique
 
     def delivered(self, request_id, uuid_msb, uuid_lsb):
-        self._told(request_id, None)
+        self._listen(self._told(request_id, None))
 
     def failed(self, request_id, uuid_msb, uuid_lsb, failure, detail):
-        self._told(request_id, failure)
+        self._listen(self._told(request_id, failure))
 
-    def _told(self, request_id: str, failure):
+    def _listen(self, nth: int):
+        """What the listener does besides counting, outside the lock: post the next tensor (a request loop), raise on
+        every Nth outcome, or close the endpoint at the Nth."""
+        if self.listener_mode == "post":
+            with self.lock:
+                if self.closed_by_listener or self.next_seq >= self.count:
+                    return
+                seq = self.first_seq + self.next_seq
+                self.next_seq += 1
+            self._post_one(self.ep, self.to, str(seq), seq, self.fixed_size or size_of(self.seed, seq))
+        elif self.listener_mode == "raise":
+            if nth % self.listener_every == 0:
+                raise _ListenerRaised(f"conformance: the listener raises on outcome {nth}")
+        elif self.listener_mode == "close":
+            if nth == self.listener_every:
+                self.closed_by_listener = True
+                self.ep.close()
+        elif self.listener_mode != "count":
+            raise ValueError(f"listener: {self.listener_mode}")
+
+    def _told(self, request_id: str, failure) -> int:
+        """Counts one outcome; returns how many were told so far."""
         with self.lock:
             self.told_total += 1
+            if self.close_returned:
+                self.told_after_close += 1
             self.last_progress = time.monotonic()
             if failure is None:
                 self.n_delivered += 1
@@ -228,6 +305,25 @@ class Producer(Listener):
                 self.told_unique += 1
                 if self._untold() == 0:
                     self.all_told = time.monotonic()  # the last time every post so far was told
+            return self.told_total
+
+
+class _ListenerRaised(Exception):
+    """What a raise:N listener raises: an application's bug in outcome handling."""
+
+
+def _fork(how):
+    """--fork: forks once; the child exits at once through the interpreter's exit (unwinding the endpoint's with
+    block, atexit), or lives 60 s first; the parent goes on. None: no fork."""
+    if how is None:
+        return
+    pid = os.fork()
+    if pid:
+        return
+    print(f"CHILD pid={os.getpid()}", flush=True)
+    if how == "child-lives":
+        time.sleep(60)
+    raise SystemExit(0)
 
 
 class _Raised(Exception):
@@ -248,6 +344,9 @@ class Consumer:
         self.seen, self.error_types = set(), set()
         self.kept = None
         self.ep = None
+        self.fork = options.get("fork")
+        self.forged = self.stale_views = self.refused_views = self.own_views = self.open_accessors = 0
+        self.handled, self.older = [], []  # stale-view: saved in this receive's handlers, and in the one before
 
     def run(self, deployment: str, entity: str) -> int:
         try:
@@ -258,6 +357,7 @@ class Consumer:
             return OPEN_FAILED_EXIT
         try:
             print("READY", flush=True)
+            _fork(self.fork)
             if self.mode == "stop-after":
                 self._stop_after()
             else:
@@ -267,8 +367,12 @@ class Consumer:
                 self.kept = None
         finally:
             self.ep.close()  # a second close (after close-on-stop) does nothing
+        st = self.ep.stats
         print(f"RESULT received={self.received} bad={self.bad} duplicates={self.duplicates} raised={self.raised} "
-              f"errors={self.errors}", flush=True)
+              f"errors={self.errors} badInput={st.get('bad_descriptors', 0) + st.get('refused_files', 0)} "
+              f"skipped={st.get('skipped_claims', 0)} forged={self.forged} staleViews={self.stale_views} "
+              f"refusedViews={self.refused_views} ownViews={self.own_views} openAccessors={self.open_accessors}",
+              flush=True)
         return 0 if not (self.bad or self.duplicates or self.errors) else 1
 
     def _loop(self):
@@ -283,6 +387,30 @@ class Consumer:
                 self._error(e)
             if self.received > before:
                 last = time.monotonic()
+            if self.mode == "stale-view":
+                self._check_saved()
+        self._check_saved()
+        self._check_saved()
+
+    def _check_saved(self):
+        """Reads what the handlers of the receive before the last one saved, long after they returned: the tensor's
+        accessor must refuse, the saved view must refuse or still show its own tensor, never another's."""
+        for tensor, view, seq in self.older:
+            try:
+                got = checked_seq(tensor.array)
+                self.open_accessors += 1
+                if got != seq:
+                    self.stale_views += 1
+            except Exception:  # noqa: BLE001 - refused: the promise
+                pass
+            try:
+                if checked_seq(view) == seq:
+                    self.own_views += 1
+                else:
+                    self.stale_views += 1
+            except Exception:  # noqa: BLE001 - refused access
+                self.refused_views += 1
+        self.older, self.handled = self.handled, []
 
     def _stop_after(self):
         last = time.monotonic()
@@ -299,6 +427,9 @@ class Consumer:
 
     def _handle(self, tensor):
         name = tensor.request_id
+        if name.startswith("forged"):
+            self.forged += 1  # a forged descriptor handed over as a tensor
+            return
         seq = checked_seq(tensor.array)
         if seq < 0 or name not in ("stop", "ghost", str(seq)):
             self.bad += 1
@@ -321,6 +452,10 @@ class Consumer:
             self._raise_every()
         elif self.mode == "slow":
             time.sleep(self.every / 1000)
+        elif self.mode == "stop-after":
+            pass  # stops reading in _stop_after
+        elif self.mode == "stale-view":
+            self.handled.append((tensor, tensor.array, seq))
         elif self.mode == "close-on-stop":
             if self.stop:
                 self.ep.close()

@@ -8,6 +8,7 @@ import io.mstar.transport.naming.ShmNames;
 import io.mstar.transport.testing.PythonChild;
 import io.mstar.transport.testing.ShmTestDir;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -15,6 +16,13 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.LinkOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Arrays;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -368,6 +376,373 @@ class ConformanceMatrixTest {
         assertNothingLeft(true);
     }
 
+    /**
+     * Listeners that call back into the endpoint or fail: one that posts a follow-up tensor for each outcome (a
+     * request loop, 300 tensors, 8 in flight), one that raises on every 7th outcome, one that closes the endpoint at
+     * its 100th. Every post that returned is told exactly once (none that raised), nothing hangs; the request loop
+     * and the raising listener get all 300 DELIVERED and intact; after the close only CLOSED is told. Each listener
+     * is checked, and reported, on its own.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Pairing.class)
+    void listenersThatPostRaiseOrCloseTellEveryPostOnce(Pairing pairing) {
+        requireEnvironment(pairing);
+        assertAll(List.of("post", "raise:7", "close:100").stream().map(listener -> () -> {
+            try {
+                Worker consumer = consumer(pairing.consumer, CONSUMER, 300, "plain", "--idle", "4");
+                Worker producer = producer(pairing.producer, CONSUMER, 300, 13, 8, 4096, "--listener", listener);
+                assertExited(producer, consumer);
+                String what = "listener " + listener + ": " + describe(producer, consumer);
+                long posted = producer.number("posted");
+                assertEquals(0, producer.number("duplicates"), "outcomes told twice: " + what);
+                assertEquals(0, producer.number("unknown"), "outcomes for posts that raised: " + what);
+                assertEquals(posted, producer.number("told"), "posts that returned and were never told: " + what);
+                if (listener.startsWith("close")) {
+                    assertTrue(Set.of("CLOSED").containsAll(failureCounts(producer).keySet()), what);
+                    assertTrue(producer.number("delivered") >= 99, what);
+                    assertEquals(0, consumer.number("bad"), what);
+                    assertEquals(0, consumer.number("duplicates"), what);
+                } else {
+                    assertEquals(300, posted, what);
+                    assertEquals(300, producer.number("delivered"), what);
+                    assertReceivedIntact(consumer, 300, producer);
+                }
+            } finally {
+                stopWorkers();
+            }
+            assertNothingLeft(false);
+        }));
+    }
+
+    /**
+     * A consumer that keeps the received tensor and its array or segment without {@code keep()} and reads them after
+     * the handler returned (after its next receive, when the producer may have reused the slot): the tensor's
+     * accessor refuses (the JVM: IllegalStateException; Python: a refused access), and the kept view refuses (the
+     * JVM: a closed segment) or, where the language documents that a view holds its slot (Python), still shows its
+     * own tensor: never another tensor's bytes. Every post is DELIVERED once.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Pairing.class)
+    void aViewUsedAfterItsHandlerNeverShowsAnotherTensor(Pairing pairing) throws Exception {
+        requireEnvironment(pairing);
+        Worker consumer = consumer(pairing.consumer, CONSUMER, 300, "stale-view", "--idle", "5");
+        Worker producer = producer(pairing.producer, CONSUMER, 300, 14, 8, 4096);
+        assertExited(producer, consumer);
+        String what = describe(producer, consumer);
+        assertEquals(0, consumer.number("staleViews"), "a view showed another tensor's bytes: " + what);
+        assertEquals(0, consumer.number("openAccessors"), "a tensor's accessor answered after its handler: " + what);
+        assertEquals(300, consumer.number("refusedViews") + consumer.number("ownViews"), what);
+        if (pairing.consumer == Language.JVM) {
+            assertEquals(300, consumer.number("refusedViews"), "the JVM refuses a view outside its handler: " + what);
+        }
+        assertToldOnce(producer, 300);
+        assertEquals(300, producer.number("delivered"), what);
+        assertReceivedIntact(consumer, 300, producer);
+        assertNothingLeft(false);
+    }
+
+    /**
+     * A producer that closes with tensors in flight (its consumer stopped reading after 50), then polls and awaits
+     * outcomes: each call returns what close did not tell (Python without a listener: the CLOSED ones; the JVM's
+     * polled listener: nothing more) and never throws or crashes; every post is told exactly once, the 50 read
+     * DELIVERED and the rest CLOSED.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Pairing.class)
+    void pollingAfterCloseTellsOnlyWhatCloseLeft(Pairing pairing) throws Exception {
+        requireEnvironment(pairing);
+        Worker consumer = consumer(pairing.consumer, CONSUMER, 1_000_000, "stop-after:50");
+        Worker producer = producer(pairing.producer, CONSUMER, 200, 15, 16, 4096, "--wait", "3", "--close-then-poll",
+            "--no-listener");
+        int rc = producer.await(EXIT_S);
+        String what = describe(producer, consumer);
+        assertTrue(rc == 0 || rc == 1, "the producer crashed (exit " + rc + "): " + what);
+        assertEquals(0, producer.number("pollErrors"), "a poll after close threw: " + what);
+        long posted = producer.number("posted");
+        assertToldOnce(producer, posted);
+        assertEquals(50, producer.number("delivered"), what);
+        assertEquals("{CLOSED=" + (posted - 50) + "}", producer.result().get("failures"), what);
+        consumer.terminate();
+        assertNothingLeft(true);
+    }
+
+    /**
+     * Hostile ring input in a consumer's mailbox, written while its producer pauses after 100 of 300 tensors: a
+     * zero-filled record (space claimed, not a byte written: skipped after at most 3 s) and a stuck claim (a record
+     * claimed and never published by a registered writer that died: skipped after 1 s), docs/format.md section 7.
+     * The consumer skips it, counts it, and serves on: the 200 tensors posted behind it are DELIVERED intact, every
+     * post told once. Each kind is checked, and reported, on its own.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Pairing.class)
+    void hostileRingInputIsSkippedAndTheConsumerServesOn(Pairing pairing) {
+        requireEnvironment(pairing);
+        assertAll(List.of("zero-filled", "stuck-claim").stream().map(kind -> () -> {
+            try {
+                Worker consumer = consumer(pairing.consumer, CONSUMER, 300, "plain", "--idle", "10");
+                Worker producer = producer(pairing.producer, CONSUMER, 300, 16, 8, 4096, "--pause-at", "100",
+                    "--pause-ms", "1000", "--wait", "15");
+                producer.awaitOutput("PAUSED", 60);
+                try (RingForger ring = new RingForger(shm.path().resolve(ShmNames.mailbox(namespace(), CONSUMER)))) {
+                    if (kind.equals("zero-filled")) {
+                        ring.zeroFilled(64);
+                    } else {
+                        ring.stuckClaim(RingForger.ACKS, RingForger.message(PRODUCER, 1, new byte[16]), true);
+                    }
+                }
+                assertExited(producer, consumer);
+                String what = kind + ": " + describe(producer, consumer);
+                assertToldOnce(producer, 300);
+                assertEquals(300, producer.number("delivered"), what);
+                assertReceivedIntact(consumer, 300, producer);
+                assertTrue(consumer.number("skipped") >= 1, "the skip was not counted: " + what);
+            } finally {
+                stopWorkers();
+            }
+            assertNothingLeft(false);
+        }));
+    }
+
+    /**
+     * Forged descriptors in a consumer's mailbox, each in a record published as a producer publishes one, while the
+     * producer pauses after 100 of 300 tensors: zero bytes with dimensions whose product overflows, an offset past
+     * the producer's segment, a segment name of another deployment, a file name with path characters (the segment's
+     * absolute path), a negative rank. None is handed to the handler; each is counted as bad input; the endpoint
+     * serves on and the 200 later tensors are DELIVERED intact.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Pairing.class)
+    void forgedDescriptorsAreCountedBadAndTheConsumerServesOn(Pairing pairing) throws Exception {
+        requireEnvironment(pairing);
+        Worker consumer = consumer(pairing.consumer, CONSUMER, 300, "plain", "--idle", "10");
+        Worker producer = producer(pairing.producer, CONSUMER, 300, 17, 8, 4096, "--pause-at", "100", "--pause-ms",
+            "1000");
+        producer.awaitOutput("PAUSED", 60);
+        String segment = producerSegment();
+        String ns = namespace().toString();
+        String otherNs = ns.startsWith("0") ? "1" + ns.substring(1) : "0" + ns.substring(1);
+        List<byte[]> forged = List.of(
+            forged(1, 6, 3, 0, 0, new long[] {1L << 33, 1L << 33, 0}, "forged-huge-dims", segment),
+            forged(2, 6, 1, 4096, 1L << 30, new long[] {4096}, "forged-offset-past", segment),
+            forged(3, 6, 1, 4096, 0, new long[] {4096}, "forged-other-deployment", segment.replace(ns, otherNs)),
+            forged(4, 6, 1, 4096, 0, new long[] {4096}, "forged-path", shm.path().resolve(segment).toString()),
+            forged(5, 6, 0xFF, 4096, 0, new long[] {4096}, "forged-negative-rank", segment));
+        try (RingForger ring = new RingForger(shm.path().resolve(ShmNames.mailbox(namespace(), CONSUMER)))) {
+            for (byte[] record : forged) {
+                ring.published(RingForger.DESCRIPTORS, RingForger.message(PRODUCER, 1, record));
+            }
+        }
+        assertExited(producer, consumer);
+        String what = describe(producer, consumer);
+        assertEquals(0, consumer.number("forged"), "a forged descriptor was handed over: " + what);
+        assertTrue(consumer.number("badInput") >= forged.size(), "forged descriptors not counted bad: " + what);
+        assertToldOnce(producer, 300);
+        assertEquals(300, producer.number("delivered"), what);
+        assertReceivedIntact(consumer, 300, producer);
+        assertNothingLeft(false);
+    }
+
+    /**
+     * A file of another user (uid 65534) of a mailbox's size at a consumer's own mailbox name: opening its endpoint
+     * fails with a typed error (OPEN-FAILED), never removes, maps or writes the file. One endpoint alone: run once
+     * per language.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Language.class)
+    void aFileOfAnotherUserAtItsOwnMailboxIsNeverUsed(Language language) throws Exception {
+        requireEnvironment(language == Language.PYTHON ? Pairing.PYTHON_TO_PYTHON : Pairing.JVM_TO_JVM);
+        Path file = plantOtherUsers(ShmNames.mailbox(namespace(), CONSUMER), new byte[(int) RingForger.FILE]);
+        Worker consumer = Worker.start(language, env(), "consume", DEPLOYMENT, CONSUMER, "10", "plain", "--idle", "1");
+        workers.add(consumer);
+        int rc = consumer.await(30);
+        String what = describe(consumer);
+        assertTrue(consumer.output().contains("OPEN-FAILED"), "opened over another user's file: " + what);
+        assertEquals(ConformanceWorker.OPEN_FAILED_EXIT, rc, what);
+        assertOtherUsersUntouched(file, new byte[(int) RingForger.FILE], what);
+    }
+
+    /**
+     * A file of another user (uid 65534) at a name of the producer's segments, holding a checked tensor whose stamp
+     * matches, named by a descriptor published into the consumer's mailbox: the consumer never maps it or hands it
+     * over (it counts the descriptor bad and refuses it), never removes it, and serves on: the 200 later tensors are
+     * DELIVERED intact.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Pairing.class)
+    void aSegmentOfAnotherUserIsNeverMapped(Pairing pairing) throws Exception {
+        requireEnvironment(pairing);
+        long msb = 0x0123456789abcdefL;
+        long lsb = 0x1122334455667788L;
+        ByteBuffer bytes = ByteBuffer.allocate(1 << 16).order(ByteOrder.nativeOrder());
+        long base = 77 * ConformanceWorker.GOLDEN;
+        for (int k = 0; k < 512; k++) {
+            bytes.putLong(base + k);
+        }
+        bytes.putLong(msb).putLong(lsb);
+        String name = ShmNames.segment(namespace(), PRODUCER, "0badf00d", 0);
+        Path file = plantOtherUsers(name, bytes.array());
+        Worker consumer = consumer(pairing.consumer, CONSUMER, 300, "plain", "--idle", "10");
+        Worker producer = producer(pairing.producer, CONSUMER, 300, 18, 8, 4096, "--pause-at", "100", "--pause-ms",
+            "1000");
+        producer.awaitOutput("PAUSED", 60);
+        try (RingForger ring = new RingForger(shm.path().resolve(ShmNames.mailbox(namespace(), CONSUMER)))) {
+            ring.published(RingForger.DESCRIPTORS, RingForger.message(PRODUCER, 1, RingForger.descriptor(6, 1, 1, msb,
+                lsb, 4096, 0, new long[] {4096}, "forged-other-user", PRODUCER, name)));
+        }
+        assertExited(producer, consumer);
+        String what = describe(producer, consumer);
+        assertEquals(0, consumer.number("forged"), "another user's segment was mapped and handed over: " + what);
+        assertTrue(consumer.number("badInput") >= 1, "the descriptor was not counted bad: " + what);
+        assertToldOnce(producer, 300);
+        assertEquals(300, producer.number("delivered"), what);
+        assertReceivedIntact(consumer, 300, producer);
+        assertOtherUsersUntouched(file, bytes.array(), what);
+    }
+
+    /**
+     * {@code fork()} with a consumer's endpoint open (Python only: the JVM cannot fork, so the scenario runs where
+     * the consumer is Python, with either producer). A child that exits at once, through the interpreter's exit,
+     * removes nothing of the parent's: the parent serves on and gets all 300 tensors, and leaves nothing once it
+     * exited. A parent SIGKILLed with 16 tensors in flight while its forked child lives is still found dead by its
+     * producer: they are told CONSUMER_DIED, not left to the producer's close.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = Pairing.class, names = {"JVM_TO_PYTHON", "PYTHON_TO_PYTHON"})
+    void aForkedConsumersChildLeavesTheParentAlone(Pairing pairing) throws Exception {
+        requireEnvironment(pairing);
+        Worker consumer = consumer(pairing.consumer, CONSUMER, 300, "plain", "--idle", "15", "--fork", "child-exits");
+        long child = childPid(consumer);
+        awaitGone(child);
+        Worker producer = producer(pairing.producer, CONSUMER, 300, 19, 8, 4096);
+        assertExited(producer, consumer);
+        assertToldOnce(producer, 300);
+        assertEquals(300, producer.number("delivered"), "after the child's exit: " + describe(producer, consumer));
+        assertReceivedIntact(consumer, 300, producer);
+        assertNothingLeft(false);
+        stopWorkers();
+
+        Worker parent = consumer(pairing.consumer, CONSUMER, 1_000_000, "stop-after:20", "--fork", "child-lives");
+        long living = childPid(parent);
+        Worker second = producer(pairing.producer, CONSUMER, 36, 20, 16, 4096, "--wait", "15"); // 20 read, 16 not
+        parent.awaitOutput("PROGRESS", 60);
+        Thread.sleep(500); // the window fills
+        parent.kill();
+        assertTrue(isRunning(living), "the forked child died too");
+        second.await(EXIT_S);
+        String what = describe(second, parent);
+        assertToldOnce(second, second.number("posted"));
+        assertEquals(20, second.number("delivered"), what);
+        assertEquals("{CONSUMER_DIED=16}", second.result().get("failures"),
+            "the SIGKILLed parent was not found dead while its child lived: " + what);
+        killChild(living);
+        assertNothingLeft(true);
+    }
+
+    /**
+     * {@code fork()} with a producer's endpoint open (Python only: the JVM cannot fork, so the scenario runs where
+     * the producer is Python, with either consumer). A child that exits at once, through the interpreter's exit,
+     * removes nothing of the parent's: every post is DELIVERED once and nothing is left once the parent exited. A
+     * parent SIGKILLed mid-stream while its forked child lives is found dead: a sweep removes all its files while
+     * the child still runs.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = Pairing.class, names = {"PYTHON_TO_JVM", "PYTHON_TO_PYTHON"})
+    void aForkedProducersChildLeavesTheParentAlone(Pairing pairing) throws Exception {
+        requireEnvironment(pairing);
+        Worker consumer = consumer(pairing.consumer, CONSUMER, 300, "plain", "--idle", "5");
+        Worker producer = producer(pairing.producer, CONSUMER, 300, 21, 8, 4096, "--fork", "child-exits",
+            "--pause-ms", "1000");
+        awaitGone(childPid(producer));
+        assertExited(producer, consumer);
+        assertToldOnce(producer, 300);
+        assertEquals(300, producer.number("delivered"), "after the child's exit: " + describe(producer, consumer));
+        assertReceivedIntact(consumer, 300, producer);
+        assertNothingLeft(false);
+        stopWorkers();
+
+        Worker reader = consumer(pairing.consumer, CONSUMER, 1_000_000, "plain", "--idle", "5");
+        Worker parent = producer(pairing.producer, CONSUMER, 1_000_000, 22, 8, 4096, "--fork", "child-lives");
+        long living = childPid(parent);
+        reader.awaitOutput("PROGRESS", 60);
+        parent.kill();
+        assertTrue(isRunning(living), "the forked child died too");
+        Reclaimer.sweep(shm.path());
+        List<String> left = ShmTestDir.list(shm.path()).stream().filter(n -> n.contains("_" + PRODUCER)).toList();
+        assertTrue(left.isEmpty(), "the SIGKILLed parent's files outlived a sweep while its child lived: " + left);
+        killChild(living);
+        assertExited(reader);
+        assertEquals(0, reader.number("bad"), describe(reader));
+        assertNothingLeft(true);
+    }
+
+    // ---- hostile bytes and files ----
+
+    private static byte[] forged(long uuid, int dtype, int rank, long nbytes, long offset, long[] shape, String id,
+                                 String fileName) {
+        return RingForger.descriptor(dtype, 1, rank, 0xF0F0F0F0L, uuid, nbytes, offset, shape, id, PRODUCER, fileName);
+    }
+
+    /** The name of a segment of the running producer. */
+    private String producerSegment() throws IOException {
+        try (var entries = Files.list(shm.path())) {
+            return entries.map(p -> p.getFileName().toString())
+                .filter(n -> n.contains("_arena_" + PRODUCER + "_") && !n.contains("0badf00d")).findFirst()
+                .orElseThrow(() -> new AssertionError("no segment of the producer in " + ShmTestDir.list(shm.path())));
+        }
+    }
+
+    /** A file of uid 65534, mode 0600, holding {@code content}, at {@code name}; removed after the scenario. */
+    private Path plantOtherUsers(String name, byte[] content) throws IOException {
+        Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "chown needs root");
+        Path at = shm.path().resolve(name);
+        Files.write(at, content, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        planted.add(at);
+        Files.setPosixFilePermissions(at, PosixFilePermissions.fromString("rw-------"));
+        Files.setAttribute(at, "unix:uid", 65534, LinkOption.NOFOLLOW_LINKS);
+        return at;
+    }
+
+    private static void assertOtherUsersUntouched(Path file, byte[] content, String what) throws IOException {
+        assertTrue(Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS), "another user's file was removed: " + what);
+        assertEquals(65534, Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS), what);
+        assertTrue(Arrays.equals(content, Files.readAllBytes(file)), "another user's file was written: " + what);
+    }
+
+    // ---- forked children ----
+
+    private final List<Long> children = new ArrayList<>();
+
+    private long childPid(Worker worker) throws Exception {
+        worker.awaitOutput("CHILD pid=", 30);
+        Matcher m = Pattern.compile("CHILD pid=(\\d+)").matcher(worker.output());
+        assertTrue(m.find(), worker.output());
+        long pid = Long.parseLong(m.group(1));
+        children.add(pid);
+        return pid;
+    }
+
+    /** Waits until the process exited: gone, or a zombie (a forked child's parent does not reap it). */
+    private static void awaitGone(long pid) throws InterruptedException {
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (isRunning(pid) && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+    }
+
+    private static boolean isRunning(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            return stat.charAt(stat.lastIndexOf(')') + 2) != 'Z';
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static void killChild(long pid) throws InterruptedException {
+        ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+        awaitGone(pid);
+    }
+
     // ---- processes ----
 
     private Map<String, String> env() {
@@ -442,6 +817,10 @@ class ConformanceMatrixTest {
 
     @AfterEach
     void afterEach() throws Exception {
+        for (long pid : children) {
+            killChild(pid);
+        }
+        children.clear();
         stopWorkers();
         Reclaimer.sweep(shm.path()); // what a failed scenario's killed workers left; the scenario has judged already
     }

@@ -32,8 +32,9 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <pre>
  * produce ENDPOINT ENTITY TO[,TO2] COUNT SEED WINDOW [SIZE] [--threads N] [--stop-last] [--first-seq S]
- *         [--pace-ms P] [--wait S] [--first-to GHOST] [--pause-ms P]
- * consume ENDPOINT ENTITY COUNT MODE [--idle S]
+ *         [--pace-ms P] [--wait S] [--first-to GHOST] [--pause-ms P] [--pause-at N] [--listener post|raise:N|close:N]
+ *         [--close-then-poll] [--no-listener] [--fork child-exits|child-lives]
+ * consume ENDPOINT ENTITY COUNT MODE [--idle S] [--fork child-exits|child-lives]
  * </pre>
  *
  * <p>{@code produce} posts COUNT checked tensors (word k of tensor seq holds seq * 0x9E3779B97F4A7C15 + k mod 2^64;
@@ -45,16 +46,31 @@ import java.util.concurrent.locks.LockSupport;
  * failures={NAME=n, ...}}: posts that returned and that threw, outcomes told (for a request id already told:
  * duplicates; for one never posted or whose post threw: unknown), milliseconds from the last post to the last
  * outcome (-1 if they never all came before the close). {@code --first-to GHOST} posts one tensor (request id
- * {@code ghost}) to GHOST first; {@code --pause-ms} waits that long after READY before the first post.
+ * {@code ghost}) to GHOST first; {@code --pause-ms} waits that long after READY before the first post, or, with
+ * {@code --pause-at N}, before post N (printing {@code PAUSED}). {@code --listener} makes the listener act on each
+ * outcome it counts: {@code post} posts the next tensor (a request loop: the poster posts only the first WINDOW),
+ * {@code raise:N} throws on every Nth, {@code close:N} closes the endpoint at the Nth (posting stops). With
+ * {@code --close-then-poll} the producer closes as soon as it posted, then polls and awaits outcomes five times
+ * each; RESULT adds {@code afterClose=} (outcomes told after close returned) and {@code pollErrors=} (calls that
+ * threw). {@code --no-listener} (Python) opens with no listener and counts the outcomes the polls return; the JVM
+ * needs its polled listener and ignores it. {@code --fork} (Python only: a JVM cannot fork) forks once READY: the
+ * child exits at once ({@code child-exits}, running its interpreter's exit) or sleeps 60 s ({@code child-lives}),
+ * printing {@code CHILD pid=}.
  *
  * <p>{@code consume} receives up to COUNT tensors, checking every word, until a tensor named {@code stop} or
  * {@code --idle} seconds (15 by default) without one; MODE is {@code plain}, {@code raise:N} (the handler throws on
  * every Nth tensor, the loop receives again), {@code keep} (each tensor kept and released after the next),
  * {@code keep-raise:N}, {@code slow:MS} (the handler takes MS milliseconds after its check), {@code close-on-stop}
  * (closes the endpoint inside the handler of {@code stop}) or
- * {@code stop-after:N} (stops reading after N and stays alive until signalled). It prints {@code READY}, {@code
+ * {@code stop-after:N} (stops reading after N and stays alive until signalled) or {@code stale-view} (each handler saves
+ * the tensor and its bytes' view without {@code keep()}; after the next receive returns, the tensor's accessor and
+ * the view are read: an accessor that answers counts {@code openAccessors}, a view that refuses {@code refusedViews},
+ * one that shows its own tensor {@code ownViews}, anything else {@code staleViews}). A tensor whose request id starts
+ * with {@code forged} is counted {@code forged} and nothing else. It prints {@code READY}, {@code
  * PROGRESS} after the first 1,000 (or when it stops reading), then {@code RESULT received= bad= duplicates= raised=
- * errors=}. An endpoint that does not open prints {@code OPEN-FAILED kind=ENTITY_IN_USE|OTHER type=...} and exits 3.
+ * errors= badInput= skipped= forged= staleViews= refusedViews= ownViews= openAccessors=}: {@code badInput} is what
+ * the endpoint counted as bad input (JVM: the mailbox's bad messages and garbage records; Python: bad descriptors
+ * and refused files), {@code skipped} the ring records it skipped as stuck claims. An endpoint that does not open prints {@code OPEN-FAILED kind=ENTITY_IN_USE|OTHER type=...} and exits 3.
  */
 public final class ConformanceWorker {
     static final long GOLDEN = 0x9E3779B97F4A7C15L;
@@ -128,13 +144,14 @@ public final class ConformanceWorker {
 
     /** Positional arguments and {@code --name value} / {@code --flag} options. */
     static final class Args {
+        private static final Set<String> FLAGS = Set.of("--stop-last", "--close-then-poll", "--no-listener");
         private final List<String> positional = new ArrayList<>();
         private final Map<String, String> options = new HashMap<>();
 
         Args(String[] args) {
             for (int i = 0; i < args.length; i++) {
-                if (args[i].equals("--stop-last")) {
-                    options.put("stop-last", "true");
+                if (FLAGS.contains(args[i])) {
+                    options.put(args[i].substring(2), "true");
                 } else if (args[i].startsWith("--")) {
                     options.put(args[i].substring(2), args[++i]);
                 } else {
@@ -171,6 +188,15 @@ public final class ConformanceWorker {
         private final long waitNs;
         private final String ghost;
         private final long pauseMs;
+        private final long pauseAt;
+        private final String listenerMode;
+        private final long listenerEvery;
+        private final boolean closeThenPoll;
+        private volatile TensorEndpoint open;
+        private volatile boolean closedByListener;
+        private long toldAfterClose;
+        private long pollErrors;
+        private boolean closeReturned;
 
         // Guarded by this.
         private final Map<String, Integer> told = new HashMap<>();
@@ -204,20 +230,30 @@ public final class ConformanceWorker {
             waitNs = a.option("wait", 10) * 1_000_000_000L;
             ghost = a.option("first-to");
             pauseMs = a.option("pause-ms", 0);
+            pauseAt = a.option("pause-at", 0);
+            String l = a.option("listener") == null ? "count" : a.option("listener");
+            int colon = l.indexOf(':');
+            listenerMode = colon < 0 ? l : l.substring(0, colon);
+            listenerEvery = colon < 0 ? 0 : Long.parseLong(l.substring(colon + 1));
+            closeThenPoll = a.option("close-then-poll") != null;
         }
 
         int run(Deployment deployment) throws Exception {
-            long unknownAcks;
+            long unknownAcks = 0;
             long lastPostNs;
-            long settleMs;
-            try (TensorEndpoint endpoint = TensorEndpoint.open(deployment, this)) {
+            long settleMs = -1;
+            TensorEndpoint endpoint = TensorEndpoint.open(deployment, this);
+            open = endpoint;
+            try {
                 for (String consumer : to) {
                     if (!endpoint.awaitPeer(consumer, Duration.ofSeconds(30))) {
                         System.out.println("NO-PEER " + consumer);
                     }
                 }
                 System.out.println("READY");
-                Thread.sleep(pauseMs);
+                if (pauseAt == 0) {
+                    Thread.sleep(pauseMs);
+                }
                 if (ghost != null) {
                     postOne(endpoint, List.of(ghost), "ghost", firstSeq, 4096);
                 }
@@ -234,14 +270,34 @@ public final class ConformanceWorker {
                 synchronized (this) {
                     lastProgressNs = lastPostNs;
                 }
-                while (untold() > 0 && System.nanoTime() - lastPostNs < waitNs) {
-                    endpoint.awaitOutcomes(64, Duration.ofMillis(100));
+                // a request loop posts from its listener: wait until it posted all, then for their outcomes
+                while (!closeThenPoll && !closedByListener && (untold() > 0 || listenerMode.equals("post")
+                    && posting()) && System.nanoTime() - lastProgressNs() < waitNs) {
+                    try {
+                        endpoint.awaitOutcomes(64, Duration.ofMillis(100));
+                    } catch (RuntimeException e) {
+                        error(e);
+                    }
                 }
-                unknownAcks = endpoint.stats().transport().unknownAcks();
+                if (!closedByListener) {
+                    unknownAcks = endpoint.stats().transport().unknownAcks();
+                }
                 synchronized (this) {
                     settleMs = untold() > 0 ? -1 : Math.max(0, (allToldNs - lastPostNs) / 1_000_000);
                 }
-            } // close tells what is still in flight
+            } finally {
+                try {
+                    endpoint.close(); // tells what is still in flight
+                } catch (RuntimeException e) {
+                    error(e);
+                }
+                synchronized (this) {
+                    closeReturned = true;
+                }
+            }
+            if (closeThenPoll) {
+                pollAfterClose(endpoint);
+            }
             synchronized (this) {
                 if (!errors.isEmpty()) {
                     System.out.println("POST-ERRORS " + counts(errors));
@@ -249,19 +305,47 @@ public final class ConformanceWorker {
                 System.out.println("RESULT posted=" + posted + " raised=" + raised + " delivered=" + delivered
                     + " failed=" + failed + " told=" + toldTotal + " duplicates=" + duplicates + " unknown=" + unknown
                     + " settleMs=" + settleMs + " stalled=" + stalled + " unknownAcks=" + unknownAcks
-                    + " failures=" + counts(failures));
+                    + " afterClose=" + toldAfterClose + " pollErrors=" + pollErrors + " failures=" + counts(failures));
                 return toldTotal == posted && duplicates == 0 && unknown == 0 && delivered == posted ? 0 : 1;
             }
+        }
+
+        /** After close: polls and awaits outcomes a few times; each call may tell what close left, never throws. */
+        private void pollAfterClose(TensorEndpoint endpoint) {
+            for (int i = 0; i < 5; i++) {
+                try {
+                    endpoint.pollOutcomes(64);
+                    endpoint.awaitOutcomes(64, Duration.ofMillis(50));
+                } catch (RuntimeException e) {
+                    synchronized (this) {
+                        pollErrors++;
+                    }
+                    error(e);
+                }
+            }
+        }
+
+        private synchronized long lastProgressNs() {
+            return lastProgressNs;
+        }
+
+        private synchronized boolean posting() {
+            return nextSeq < count;
         }
 
         private void postAll(TensorEndpoint endpoint) {
             while (true) {
                 long seq;
                 synchronized (this) {
-                    if (stalled || nextSeq >= count) {
-                        return;
+                    if (stalled || closedByListener || nextSeq >= count
+                        || listenerMode.equals("post") && nextSeq >= window) {
+                        return; // a request loop's listener posts the rest
                     }
                     seq = firstSeq + nextSeq++;
+                }
+                if (pauseAt > 0 && seq == firstSeq + pauseAt) {
+                    System.out.println("PAUSED");
+                    LockSupport.parkNanos(pauseMs * 1_000_000L);
                 }
                 if (!awaitWindow(endpoint)) {
                     return;
@@ -278,7 +362,7 @@ public final class ConformanceWorker {
         private boolean awaitWindow(TensorEndpoint endpoint) {
             while (true) {
                 synchronized (this) {
-                    if (stalled) {
+                    if (stalled || closedByListener) {
                         return false;
                     }
                     if (untold() < window) {
@@ -337,16 +421,52 @@ public final class ConformanceWorker {
 
         @Override
         public void delivered(String requestId, long uuidMsb, long uuidLsb) {
-            told(requestId, null);
+            listen(told(requestId, null));
         }
 
         @Override
         public void failed(String requestId, long uuidMsb, long uuidLsb, Delivery.Failure failure, String detail) {
-            told(requestId, failure.name());
+            listen(told(requestId, failure.name()));
         }
 
-        private synchronized void told(String requestId, String failure) {
+        /**
+         * What the listener does besides counting, outside the lock: {@code post} posts the next tensor (a request
+         * loop), {@code raise:N} throws on every Nth outcome, {@code close:N} closes the endpoint at the Nth.
+         */
+        private void listen(long nth) {
+            switch (listenerMode) {
+                case "count" -> { }
+                case "post" -> {
+                    long seq;
+                    synchronized (this) {
+                        if (closedByListener || nextSeq >= count) {
+                            return;
+                        }
+                        seq = firstSeq + nextSeq++;
+                    }
+                    postOne(open, to, Long.toString(seq), seq, fixedSize > 0 ? fixedSize : sizeOf(seed, seq));
+                }
+                case "raise" -> {
+                    if (nth % listenerEvery == 0) {
+                        throw new ListenerRaised(nth);
+                    }
+                }
+                case "close" -> {
+                    if (nth == listenerEvery) {
+                        closedByListener = true;
+                        open.close();
+                    }
+                }
+                default -> throw new IllegalArgumentException("listener: " + listenerMode);
+            }
+        }
+
+        /** Counts one outcome; returns how many were told so far. */
+        private synchronized long told(String requestId, String failure) {
             toldTotal++;
+            if (closeReturned) {
+                toldAfterClose++;
+            }
             lastProgressNs = System.nanoTime();
             if (failure == null) {
                 delivered++;
@@ -364,6 +484,7 @@ public final class ConformanceWorker {
                     allToldNs = System.nanoTime(); // the last time every post so far was told
                 }
             }
+            return toldTotal;
         }
 
         @Override
@@ -384,6 +505,13 @@ public final class ConformanceWorker {
         private long duplicates;
         private long raised;
         private long errors;
+        private long forged;
+        private long staleViews;
+        private long refusedViews;
+        private long ownViews;
+        private long openAccessors;
+        private final List<Saved> handled = new ArrayList<>(); // stale-view: saved in this receive's handlers
+        private final List<Saved> older = new ArrayList<>(); // and in the receive before it
         private boolean stop;
         private final Set<String> seen = new HashSet<>();
         private final Set<String> errorTypes = new HashSet<>();
@@ -421,8 +549,11 @@ public final class ConformanceWorker {
             } finally {
                 endpoint.close(); // a second close (after close-on-stop) does nothing
             }
+            TensorEndpoint.MailboxStats mailbox = endpoint.stats().mailbox();
             System.out.println("RESULT received=" + received + " bad=" + bad + " duplicates=" + duplicates + " raised="
-                + raised + " errors=" + errors);
+                + raised + " errors=" + errors + " badInput=" + (mailbox.badMessages() + mailbox.garbageRecords())
+                + " skipped=" + mailbox.unblocks() + " forged=" + forged + " staleViews=" + staleViews
+                + " refusedViews=" + refusedViews + " ownViews=" + ownViews + " openAccessors=" + openAccessors);
             return bad == 0 && duplicates == 0 && errors == 0 ? 0 : 1;
         }
 
@@ -440,7 +571,44 @@ public final class ConformanceWorker {
                 if (received > before) {
                     lastNs = System.nanoTime();
                 }
+                if (mode.equals("stale-view")) {
+                    checkSaved();
+                }
             }
+            checkSaved();
+            checkSaved();
+        }
+
+        /**
+         * Reads what the handlers of the receive before the last one saved, long after they returned (the producer
+         * has had time to reuse their slots): the tensor's accessor must refuse, the saved view must refuse or still
+         * show its own tensor, never another's.
+         */
+        private void checkSaved() {
+            for (Saved saved : older) {
+                try {
+                    long seq = checkedSeq(saved.tensor().data());
+                    openAccessors++;
+                    if (seq != saved.seq()) {
+                        staleViews++;
+                    }
+                } catch (RuntimeException e) {
+                    // refused: the promise
+                }
+                try {
+                    long seq = checkedSeq(saved.view());
+                    if (seq == saved.seq()) {
+                        ownViews++;
+                    } else {
+                        staleViews++;
+                    }
+                } catch (RuntimeException e) {
+                    refusedViews++;
+                }
+            }
+            older.clear();
+            older.addAll(handled);
+            handled.clear();
         }
 
         private void stopAfter() throws InterruptedException {
@@ -464,6 +632,10 @@ public final class ConformanceWorker {
 
         private void handle(IncomingTensor tensor) {
             String id = tensor.requestId().toString();
+            if (id.startsWith("forged")) {
+                forged++; // a forged descriptor handed over as a tensor
+                return;
+            }
             long seq = checkedSeq(tensor.data());
             if (seq < 0 || !(id.equals("stop") || id.equals("ghost") || id.equals(Long.toString(seq)))) {
                 bad++;
@@ -478,7 +650,7 @@ public final class ConformanceWorker {
                 stop = true;
             }
             switch (mode) {
-                case "plain" -> { }
+                case "plain", "stop-after" -> { } // stop-after stops reading in stopAfter()
                 case "raise" -> raiseEvery();
                 case "keep" -> keep(tensor);
                 case "keep-raise" -> {
@@ -486,6 +658,7 @@ public final class ConformanceWorker {
                     raiseEvery();
                 }
                 case "slow" -> LockSupport.parkNanos(every * 1_000_000L);
+                case "stale-view" -> handled.add(new Saved(tensor, tensor.data(), seq));
                 case "close-on-stop" -> {
                     if (stop) {
                         endpoint.close();
@@ -525,6 +698,17 @@ public final class ConformanceWorker {
             if (errorTypes.add(e.getClass().getSimpleName())) {
                 System.out.println("RECEIVE-ERROR " + e);
             }
+        }
+    }
+
+    /** A received tensor and its bytes, kept past the handler without {@code keep()}. */
+    private record Saved(IncomingTensor tensor, MemorySegment view, long seq) {
+    }
+
+    /** What a {@code raise:N} listener throws: an application's bug in outcome handling. */
+    private static final class ListenerRaised extends RuntimeException {
+        ListenerRaised(long nth) {
+            super("conformance: the listener raises on outcome " + nth);
         }
     }
 
