@@ -465,6 +465,14 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         return new TensorEndpoint.MailboxStats(garbageRecords(), badMessages(), unblocks(), unread[0], unread[1]);
     }
 
+    /**
+     * A descriptor record taken from here refused before its handler (a field out of range, a file that is not ours
+     * to map): counted with the messages that did not decode, and said at most once per ten seconds.
+     */
+    public void refusedRecord(int length, RuntimeException why) {
+        refusals.message(MailboxMessage.DESCRIPTORS, length, why);
+    }
+
     /** Messages that could not be decoded or whose listener threw. */
     public long badMessages() {
         return refusals.messages();

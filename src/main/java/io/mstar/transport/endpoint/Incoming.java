@@ -10,6 +10,7 @@ import io.mstar.transport.TensorTransport;
 import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.shm.MappedView;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.CharBuffer;
@@ -28,10 +29,15 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
     private long at;
     private int length;
     private MemorySegment memory;
+    // The handler's views of shared memory live in a scope of its call, made at its first memory() or data() and
+    // closed as it returns: a view kept past the handler refuses access instead of showing the slot's next tensor.
+    private Arena scope;
+    private MemorySegment scopedMemory;
     private long offset;
     private long nbytes;
     private boolean kept;
     private boolean ackedEarly; // ACKed from inside its handler: a handler that closes the endpoint
+    private boolean handedOver; // the last record passed every check and reached its handler
     private boolean inHandler;
     // The request id: its bytes in the record, read as ASCII; another text is decoded once.
     private long textAt;
@@ -55,10 +61,16 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
         this.length = recordLength;
         this.kept = false;
         this.ackedEarly = false;
+        this.handedOver = false;
         try {
             transport.records().receive(in, recordAt, recordLength, this); // validates, then calls read()
         } finally {
             this.inHandler = false;
+            if (scope != null) {
+                scope.close();
+                scope = null;
+            }
+            this.scopedMemory = null;
             this.memory = null;
             this.record = null;
             this.handler = null;
@@ -68,6 +80,11 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
     /** Whether the last tensor handed over was kept (its view's close ACKs it) or ACKed by {@link #ackNow}. */
     boolean keptOrAcked() {
         return kept || ackedEarly;
+    }
+
+    /** Whether the last record passed every check and reached its handler (else what it threw refused the record). */
+    boolean handedOver() {
+        return handedOver;
     }
 
     /** ACKs the tensor whose handler runs now, unless kept: its handler closes the endpoint, so it is handled. */
@@ -94,6 +111,7 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
             }
         }
         inHandler = true;
+        handedOver = true;
         handler.onTensor(this);
     }
 
@@ -158,7 +176,15 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
     @Override
     public MemorySegment memory() {
         checkInHandler();
-        return memory;
+        if (scopedMemory == null) {
+            if (memory.isNative()) {
+                scope = Arena.ofConfined();
+                scopedMemory = memory.reinterpret(scope, null);
+            } else {
+                scopedMemory = memory; // bytes of their own (a copy): no other tensor's can ever show there
+            }
+        }
+        return scopedMemory;
     }
 
     @Override
@@ -169,8 +195,7 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
 
     @Override
     public MemorySegment data() {
-        checkInHandler();
-        return memory.asSlice(offset, nbytes);
+        return memory().asSlice(offset, nbytes);
     }
 
     @Override

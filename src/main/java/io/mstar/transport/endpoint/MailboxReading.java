@@ -200,16 +200,24 @@ final class MailboxReading {
         wait.awaitMessage(timeoutNs, recordsParked, true);
     }
 
-    // Hands one record's tensor to the handler, then ACKs it (or refuses it, when its slot was reused under the read);
-    // a small tensor's ACK after a quick handler is gathered with the poll's next ones.
+    // Hands one record's tensor to the handler, then ACKs it; refuses it when its slot was reused under the read or
+    // a check refused the record before its handler. A small tensor's ACK after a quick handler is gathered with the
+    // poll's next ones.
     private void dispatch(String from, MemorySegment record, long at, int length, TensorHandler handler) {
-        boolean stale = false;
+        boolean refused = false;
         try {
             incoming.deliver(from, record, at, length, handler, transport);
         } catch (StaleTensorException e) {
-            stale = true; // counted and logged where the stamp was read; the producer hears of it below
+            refused = true; // counted and logged where the stamp was read; the producer hears of it below
         } catch (RuntimeException e) {
-            LOG.warn("a handler threw (the tensor is ACKed, the next ones are handed over): from={}", from, e);
+            if (incoming.handedOver()) {
+                LOG.warn("a handler threw (the tensor is ACKed, the next ones are handed over): from={}", from, e);
+            } else { // a typed refusal of the record itself: a field out of range, a file not ours to map
+                refused = true; // not ACKed: no handler had it
+                if (local != null) {
+                    local.refusedRecord(length, e);
+                }
+            }
         } finally {
             long now = System.nanoTime();
             boolean quick = now - handlerStarted < GatheredAcks.QUICK_NS;
@@ -218,11 +226,11 @@ final class MailboxReading {
             if (!incoming.keptOrAcked() && DescriptorCodec.recordLength(record, at, length) == length) {
                 long msb = DescriptorCodec.uuidMsb(record, at);
                 long lsb = DescriptorCodec.uuidLsb(record, at);
-                if (quick && !stale && DescriptorCodec.nbytes(record, at) <= GatheredAcks.SMALL_BYTES) {
+                if (quick && !refused && DescriptorCodec.nbytes(record, at) <= GatheredAcks.SMALL_BYTES) {
                     gathered.add(from, msb, lsb, now);
                 } else {
                     gathered.send(); // in order: what was gathered before this one
-                    ack(from, msb, lsb, stale);
+                    ack(from, msb, lsb, refused);
                 }
             }
         }
@@ -404,7 +412,8 @@ final class MailboxReading {
         @Override
         public void refused(String from, long msb, long lsb) {
             outcomes.refused(msb, lsb, from, Delivery.Failure.REFUSED, "consumer " + from + " refused it: its slot was"
-                + " reused before it was read (counted in that consumer's staleReads)");
+                + " reused before it was read (counted in that consumer's staleReads), or its descriptor failed a check"
+                + " there (counted in its mailbox's badMessages)");
             transport.records().refused(from, msb, lsb);
         }
     }

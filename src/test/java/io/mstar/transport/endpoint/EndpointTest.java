@@ -789,16 +789,17 @@ class EndpointTest {
         }
     }
 
+    /** About 40 bytes, and the scope of the handler's view of the bytes (a confined arena, about 90). */
     @Test
-    void theFastPathAllocatesAtMost64BytesPerTensor() {
+    void theFastPathAllocatesAtMost160BytesPerTensor() {
         double bytes = fastPathBytesPerTensor(false);
-        assertTrue(bytes <= 64, bytes + " bytes per tensor");
+        assertTrue(bytes <= 160, bytes + " bytes per tensor");
     }
 
     @Test
     void aClaimOnTheFastPathAllocatesOnlyTheClaim() {
         double bytes = fastPathBytesPerTensor(true);
-        assertTrue(bytes <= 256, bytes + " bytes per tensor"); // the claim object, its slice and shape
+        assertTrue(bytes <= 352, bytes + " bytes per tensor"); // the claim object, its slice and shape; the view's scope
     }
 
     private List<String> segmentsOf(String entity) {
