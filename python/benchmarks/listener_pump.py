@@ -29,12 +29,13 @@ class Count(Listener):
         self.told += 1
 
     def failed(self, request_id, msb, lsb, failure, detail):
-        raise AssertionError(failure)
+        raise AssertionError(f"{request_id}: {failure}: {detail}")
 
 
 def run(env, seconds, with_listener, consumer_command):
-    consumer = subprocess.Popen(consumer_command + ["drain", DEPLOYMENT, "consumer"], stdout=subprocess.PIPE, text=True,
-                                env={**os.environ, **env})
+    # stdin a pipe kept open: a JVM worker takes its stdin closing for its parent gone
+    consumer = subprocess.Popen(consumer_command + ["drain", DEPLOYMENT, "consumer"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
     for line in consumer.stdout:  # a JVM may log first
         if line.strip() == "READY":
             break
