@@ -164,3 +164,19 @@ def test_a_segment_truncated_under_a_reader_is_refused_not_a_sigbus(shm_env):
                           text=True, timeout=60)
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr}"
     assert done.stdout.strip() == "handed [64] bad 1"
+
+
+def test_a_mailbox_not_sized_yet_is_a_peer_starting_looked_at_again_then_refused(shm_env):
+    """A mailbox file of ours with no size yet: its owner is making it. The post looks again (as the JVM does, for
+    0.5 s) and then refuses, saying the entity is starting, not that something else lies at its name; a mailbox
+    sized meanwhile would have been taken."""
+    directory = shm_env["MSTAR_SHM_DIR"]
+    with Endpoint.open(DEPLOYMENT, "producer", env=shm_env) as producer:
+        path = os.path.join(directory, f.mailbox_name(producer.ns, "starting"))
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+        try:
+            producer.post("starting", "early", np.zeros(8, np.uint8))
+            [outcome] = producer.poll_outcomes()
+            assert outcome.failure == REFUSED and "is starting" in outcome.detail, outcome.detail
+        finally:
+            os.unlink(path)

@@ -369,6 +369,9 @@ UNBLOCK_AFTER_S = 1.0
 STUCK_CLAIM_S = 3.0
 
 
+_STARTING_S = 0.5  # how long a mailbox of ours not sized yet is looked at again before its entity is refused
+
+
 class PeerMailbox:
     """Another entity's mailbox, mapped read-write to send to it; this process holds one writer slot in it."""
 
@@ -376,18 +379,25 @@ class PeerMailbox:
         self.entity = entity
         self.path = os.path.join(directory, f.mailbox_name(ns, entity))
         self.fd = -1
+        starting_until = time.monotonic() + _STARTING_S
+        while True:
+            try:
+                self.fd, st = open_checked(self.path, os.O_RDWR)
+            except FileNotFoundError:
+                raise PeerUnavailableError(entity, f"peer unavailable: entity {entity} has no mailbox"
+                                                   f" ({self.path}): it does not run") from None
+            except UntrustedFileError as e:
+                raise PeerUnavailableError(entity, f"peer unavailable: the mailbox name of entity {entity} holds"
+                                                   f" something else: {e}") from None
+            if st.st_size >= f.MAILBOX_FILE_BYTES:
+                break
+            os.close(self.fd)  # a mailbox of ours not sized yet: its owner is making it, as the JVM looks again
+            self.fd = -1
+            if time.monotonic() > starting_until:
+                raise PeerUnavailableError(entity, f"peer unavailable: entity {entity} is starting: its mailbox is"
+                                                   f" not ready yet (wait with await_peer)")
+            time.sleep(0.005)
         try:
-            self.fd, st = open_checked(self.path, os.O_RDWR)
-        except FileNotFoundError:
-            raise PeerUnavailableError(entity, f"peer unavailable: entity {entity} has no mailbox"
-                                               f" ({self.path}): it does not run") from None
-        except UntrustedFileError as e:
-            raise PeerUnavailableError(entity, f"peer unavailable: the mailbox name of entity {entity} holds"
-                                               f" something else: {e}") from None
-        try:
-            if st.st_size < f.MAILBOX_FILE_BYTES:
-                raise PeerUnavailableError(entity, f"the mailbox of entity {entity} is {st.st_size} bytes, not a"
-                                                   f" mailbox")
             self.map = map_apart(self.fd, f.MAILBOX_FILE_BYTES, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(self.fd)
