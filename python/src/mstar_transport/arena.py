@@ -45,13 +45,14 @@ class Segment:
     """One segment file and its free blocks (offset -> size, first fit, merged on free). A retired segment (its file
     was shrunk under us) hands out no slot, and goes when its last live slot is freed."""
 
-    def __init__(self, file: OwnedFile, index: int):
+    def __init__(self, file: OwnedFile, index: int, dedicated: bool = False):
         self.file = file
         self.index = index
         self.starts = [0]
         self.sizes = {0: file.size}
         self.live = 0
         self.retired = False
+        self.dedicated = dedicated  # made for one tensor larger than a segment: only such tensors take from it
 
     def holds(self, end: int) -> bool:
         """Whether the file still reaches `end` (one fstat): a truncated file would fault (SIGBUS) past its end."""
@@ -102,7 +103,10 @@ class Arena:
         self.max_segments = int(env.get("MSTAR_SHM_ARENA_MAX_SEGMENTS", "32"))
         self.full_timeout_s = float(env.get("MSTAR_SHM_ARENA_FULL_TIMEOUT_S", "30"))
         self.spill_on = env.get("MSTAR_SHM_ARENA_SPILL", "1").lower() in ("1", "true")
-        self.segments = []  # live and retired ones, until removed; each counts against MAX_SEGMENTS
+        # Live and retired ones, until removed: their bytes, dedicated ones' included, count against one ceiling,
+        # MAX_SEGMENTS x SEGMENT_MB, as the JVM's (the figure operators size the directory from).
+        self.segments = []
+        self.ceiling_bytes = self.max_segments * self.segment_bytes
         self.next_index = 0  # a name is never reused: a consumer may still map a retired segment's
         self.retired = 0
         self.spills = {}
@@ -191,21 +195,27 @@ class Arena:
         return slot
 
     def _take(self, size: int, nbytes: int):
-        for segment in self.segments:
-            if segment.retired:
-                continue
+        large = size > self.segment_bytes
+        # A large tensor takes the smallest idle dedicated segment that holds it; others, first fit in the rest.
+        candidates = sorted((s for s in self.segments if s.dedicated and s.live == 0 and not s.retired),
+                            key=lambda s: s.file.size) if large else \
+            [s for s in self.segments if not s.dedicated and not s.retired]
+        for segment in candidates:
             start = segment.take(size)
             if start >= 0:
                 return Slot(segment.file, segment, start, nbytes, size, False)
-        if len(self.segments) < self.max_segments:
-            file = OwnedFile(self.directory, f.segment_name(self.ns, self.entity, self.nonce, self.next_index),
-                             max(self.segment_bytes, size))
-            segment = Segment(file, self.next_index)
-            self.next_index += 1
-            self.segments.append(segment)
-            start = segment.take(size)
-            return Slot(file, segment, start, nbytes, size, False)
-        return None
+        grown = size if large else self.segment_bytes
+        while sum(s.file.size for s in self.segments) + grown > self.ceiling_bytes:
+            idle = next((s for s in self.segments if s.dedicated and s.live == 0 and not s.retired), None)
+            if idle is None:
+                return None  # full: the caller waits for frees, then spills
+            self._remove(idle)  # an idle dedicated segment gives its bytes back to the ceiling
+        file = OwnedFile(self.directory, f.segment_name(self.ns, self.entity, self.nonce, self.next_index), grown)
+        segment = Segment(file, self.next_index, dedicated=large)
+        self.next_index += 1
+        self.segments.append(segment)
+        start = segment.take(size)
+        return Slot(file, segment, start, nbytes, size, False)
 
     def free(self, slot: Slot, msb: int, lsb: int):
         """Clears the stamp (then a fence: the next owner's bytes come after it) and frees the slot. A slot of a
