@@ -218,7 +218,8 @@ def sweep(directory: str) -> int:
     except OSError:
         return 0
     for name in names:
-        if _SWEPT.fullmatch(name) and not name.endswith(".next") and remove_if_dead(os.path.join(directory, name)):
+        # A `.next` too (a stats snapshot its writer died before renaming): its owner locks it as it makes it.
+        if _SWEPT.fullmatch(name) and remove_if_dead(os.path.join(directory, name)):
             removed += 1
     return removed
 

@@ -21,6 +21,8 @@ import io.mstar.transport.exceptions.PeerRejectedException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.remote.RemoteLink;
 import io.mstar.transport.remote.RoutedMailbox;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -35,6 +37,7 @@ import java.util.function.BooleanSupplier;
  * outcome, or an exception and none.
  */
 final class Endpoint implements TensorEndpoint {
+    private static final Logger LOG = LoggerFactory.getLogger(TensorEndpoint.class);
     /** Tensors smaller than this have their sender read the ACKs waiting after it posts them. */
     static final long SENDER_READS_ACKS_BELOW = 64 << 10;
 
@@ -386,8 +389,13 @@ final class Endpoint implements TensorEndpoint {
             closed = true;
             thread = ackThread;
         }
-        reading.closingFromHandler(); // a handler that closes: its own tensor is handled
-        reading.readBeforeClose(); // an ACK that came decides its tensor, not CLOSED
+        try {
+            reading.closingFromHandler(); // a handler that closes: its own tensor is handled
+            reading.readBeforeClose(); // an ACK that came decides its tensor, not CLOSED
+        } catch (RuntimeException e) { // the mailbox closed first (a shutdown hook) or a peer's stayed full
+            LOG.warn("closing {}: the ACKs owed and the ACKs waiting were not all taken: {}", deployment.entity(),
+                e.toString());
+        }
         if (thread != null) {
             thread.stop();
         }

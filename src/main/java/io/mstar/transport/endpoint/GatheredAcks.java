@@ -32,6 +32,7 @@ final class GatheredAcks {
     private String producer; // guarded by lock
     private long since; // when the first was gathered; guarded by lock
     private volatile int count; // written under lock; read without it by the ACK thread, as a hint
+    private volatile boolean writing; // a write of the gathered ACKs is in progress: they are not waiting
     private final boolean countZeroedBeforeWrite; // tests only: the order this class once had
 
     GatheredAcks(TensorChannel.Records records) {
@@ -66,9 +67,12 @@ final class GatheredAcks {
         }
     }
 
-    /** Whether ACKs wait here. */
+    /**
+     * Whether ACKs wait here, not being written: while a write waits for room in a full ring, the ACK thread must go
+     * on reading its own mailbox (two endpoints consuming from each other would each wait for the other's reads).
+     */
     boolean any() {
-        return count > 0;
+        return count > 0 && !writing;
     }
 
     /**
@@ -108,6 +112,7 @@ final class GatheredAcks {
         if (countZeroedBeforeWrite) {
             count = 0;
         }
+        writing = true;
         try {
             records.sendAcks(producer, uuidHalves, n);
         } catch (PeerUnavailableException e) {
@@ -115,6 +120,7 @@ final class GatheredAcks {
         } finally {
             // Only once written: a thread that sees none gathered may send a later ACK, which must not pass these.
             count = 0;
+            writing = false;
         }
     }
 }

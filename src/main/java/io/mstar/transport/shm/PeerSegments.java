@@ -43,6 +43,8 @@ public final class PeerSegments implements AutoCloseable {
     private static final class Peer {
         final MappedSegment segment;
         int readers;
+        int handlers; // readers that are a handler's call: its views of the mapping outlive the mapping's own scope
+        boolean unmapWhenHandled; // closed while a handler read it: unmapped when the last handler returns
 
         Peer(MappedSegment segment) {
             this.segment = segment;
@@ -91,6 +93,7 @@ public final class PeerSegments implements AutoCloseable {
     public void read(String fileName, long offset, long nbytes, long uuidMsb, long uuidLsb,
                      TensorRecords.Reader reader) {
         Peer held = hold(fileName, offset, nbytes);
+        handling(held, 1);
         try {
             MemorySegment segment = held.segment.memory();
             checkStamp(segment, fileName, offset, nbytes, uuidMsb, uuidLsb, "before it was read");
@@ -101,7 +104,18 @@ public final class PeerSegments implements AutoCloseable {
             }
             checkStamp(segment, fileName, offset, nbytes, uuidMsb, uuidLsb, "while it was read");
         } finally {
+            handling(held, -1);
             release(held);
+        }
+    }
+
+    // A handler's read begins (+1) or ends (-1). The reader may hand out views in a scope of its own (the handler's
+    // call), which the mapping's close does not reach: the mapping stays until the last handler on it returns.
+    private synchronized void handling(Peer peer, int delta) {
+        peer.handlers += delta;
+        if (peer.handlers == 0 && peer.unmapWhenHandled) {
+            peer.unmapWhenHandled = false;
+            unmap(peer);
         }
     }
 
@@ -198,14 +212,23 @@ public final class PeerSegments implements AutoCloseable {
         return peers.size();
     }
 
-    /** Unmaps every peer segment; views still open then refuse access. */
+    /**
+     * Unmaps every peer segment; views still open then refuse access. A segment a handler reads now (a handler that
+     * closes its endpoint, a close from another thread) is unmapped as that handler returns.
+     */
     @Override
     public void close() {
         closer.close(this::unmapAll);
     }
 
     private synchronized void unmapAll() {
-        peers.values().forEach(this::unmap);
+        for (Peer peer : peers.values()) {
+            if (peer.handlers > 0) {
+                peer.unmapWhenHandled = true;
+            } else {
+                unmap(peer);
+            }
+        }
         peers.clear();
     }
 

@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -162,6 +163,7 @@ class HandlerEdgesTest {
     @Test
     void aHandlerThatClosesItsEndpointHasItsOwnTensorDelivered() throws Exception {
         AtomicReference<Throwable> failure = new AtomicReference<>();
+        AtomicReference<Byte> lastByteAfterClose = new AtomicReference<>();
         CountDownLatch open = new CountDownLatch(1);
         Thread consumer = new Thread(() -> {
             try (TensorEndpoint endpoint = TensorEndpoint.open(deployment("stopper"))) {
@@ -171,7 +173,10 @@ class HandlerEdgesTest {
                     endpoint.receive(tensor -> {
                         if (tensor.requestId().toString().equals("stop")) {
                             stopped.set(true);
+                            MemorySegment bytes = tensor.data();
                             endpoint.close();
+                            // still mapped until the handler returns: its bytes, not a fault or another tensor's
+                            lastByteAfterClose.set(bytes.get(ValueLayout.JAVA_BYTE, bytes.byteSize() - 1));
                         }
                     }, Duration.ofMillis(20));
                 }
@@ -189,6 +194,7 @@ class HandlerEdgesTest {
         }
         consumer.join(30_000);
         assertEquals(null, failure.get(), "the consumer's loop threw");
+        assertEquals((byte) 2, lastByteAfterClose.get(), "the handler read its tensor after closing the endpoint");
     }
 
     /**
@@ -221,6 +227,10 @@ class HandlerEdgesTest {
             assertTrue(inHandler.await(30, TimeUnit.SECONDS));
             Thread closer = new Thread(consumer::close, "closer");
             closer.start();
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (closer.getState() != Thread.State.TIMED_WAITING && System.nanoTime() < deadline) {
+                Thread.onSpinWait(); // the close waits for the handler (in ShmMailbox's bounded wait) from here
+            }
             closing.countDown();
             closer.join(30_000);
             assertEquals(Delivery.Status.DELIVERED, delivery.await(Duration.ofSeconds(20)), delivery.toString());
@@ -247,7 +257,10 @@ class HandlerEdgesTest {
                 assertTrue(System.nanoTime() < deadline, c.output());
                 Thread.sleep(10);
             }
-            Thread.sleep(200); // b's ACK is read by the producer before c dies
+            while (producer.transport().statsSummary().partiallyAcked() == 0) { // b's ACK read before c dies
+                assertTrue(System.nanoTime() < deadline, producer.transport().statsSummary().toLogLine());
+                Thread.sleep(5);
+            }
             c.process().destroyForcibly().waitFor(); // SIGKILL: c held its share
             assertEquals(Delivery.Status.FAILED, delivery.await(Duration.ofSeconds(30)), delivery.toString());
             assertEquals(Delivery.Failure.PARTIAL, delivery.failure(), delivery.toString());
