@@ -15,6 +15,7 @@ import org.slf4j.LoggerFactory;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
@@ -74,6 +75,7 @@ final class MailboxReading {
     private volatile long handlersSince; // when the handlers of the poll handing over now began; 0 when none runs
     private long handlerStarted; // when the handler running now began; guarded by handling
     private boolean closedByHandler; // a handler closed the endpoint: its poll hands over no more; guarded by handling
+    private int handing; // the index in the batch of the record handed over now; guarded by handling
 
     MailboxReading(TensorChannel.Records records, TensorTransport transport, Outcomes outcomes, MessageWait wait,
                    Incoming incoming, ShmMailbox local) {
@@ -148,6 +150,7 @@ final class MailboxReading {
         int i = 0;
         try {
             for (; i < batch.size() && !closedByHandler; i++) {
+                handing = i;
                 dispatch(batch.from(i), batch.records(), batch.at(i), batch.length(i), handler);
             }
         } catch (Throwable e) { // a handler's Error: its tensor is ACKed, the poll's later ones wait for the next poll
@@ -192,6 +195,32 @@ final class MailboxReading {
             closedByHandler = true;
             gathered.send();
             incoming.ackNow();
+            for (int k = handing + 1; k < batch.size(); k++) {
+                refuse(batch.from(k), batch.records(), batch.at(k), batch.length(k));
+            }
+        }
+    }
+
+    /** Refuses the records parked for a poll that will not come (the endpoint closes): their producers hear at once. */
+    private void refuseParked() {
+        List<Parked> unhanded;
+        reading.lock();
+        try {
+            unhanded = List.copyOf(parked);
+            parked.clear();
+            anyParked = false;
+        } finally {
+            reading.unlock();
+        }
+        for (Parked p : unhanded) {
+            refuse(p.from(), MemorySegment.ofArray(p.record()), 0, p.record().length);
+        }
+    }
+
+    // Refuses a record no handler will have, sent to its producer: a definite failure, so it may send it again.
+    private void refuse(String from, MemorySegment record, long at, int length) {
+        if (DescriptorCodec.recordLength(record, at, length) == length) {
+            ack(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at), true);
         }
     }
 
@@ -330,7 +359,10 @@ final class MailboxReading {
         }
     }
 
-    /** Reads what waits in the mailbox once, before it closes, so that each ACK that came decides its tensor. */
+    /**
+     * Reads what waits in the mailbox once, before it closes, so that each ACK that came decides its tensor; the
+     * tensors read and not handed over are refused to their producers.
+     */
     void readBeforeClose() {
         try {
             if (reading.tryLock(100, TimeUnit.MILLISECONDS)) {
@@ -340,6 +372,7 @@ final class MailboxReading {
                     unlockReading(0); // close tells them all, with the CLOSED ones
                 }
             }
+            refuseParked();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (IllegalStateException e) {
@@ -412,8 +445,8 @@ final class MailboxReading {
         @Override
         public void refused(String from, long msb, long lsb) {
             outcomes.refused(msb, lsb, from, Delivery.Failure.REFUSED, "consumer " + from + " refused it: its slot was"
-                + " reused before it was read (counted in that consumer's staleReads), or its descriptor failed a check"
-                + " there (counted in its mailbox's badMessages)");
+                + " reused before it was read (counted in that consumer's staleReads), its descriptor failed a check"
+                + " there (counted in its mailbox's badMessages), or it closed before handing it over");
             transport.records().refused(from, msb, lsb);
         }
     }

@@ -198,6 +198,46 @@ class HandlerEdgesTest {
     }
 
     /**
+     * Ten tensors wait in one poll; the handler of the fifth ("stop") closes the endpoint: the first five are
+     * DELIVERED, and the five after it, which no handler will have, are REFUSED at once (safe to send again), not
+     * left to the death of the consumer's mailbox.
+     */
+    @Test
+    void theTensorsOfAPollAfterAHandlerThatClosesAreRefused() throws Exception {
+        CountDownLatch posted = new CountDownLatch(1);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        TensorEndpoint consumer = TensorEndpoint.open(deployment("stopper"));
+        Thread reader = new Thread(() -> {
+            try {
+                posted.await();
+                consumer.receive(tensor -> {
+                    if (tensor.requestId().toString().equals("stop")) {
+                        consumer.close();
+                    }
+                }, Duration.ofSeconds(10));
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        }, "stopper");
+        reader.start();
+        Told told = new Told();
+        try (TensorEndpoint producer = TensorEndpoint.open(deployment("writer"), told)) {
+            for (int i = 0; i < 10; i++) {
+                producer.post("stopper", i == 4 ? "stop" : "t" + i, filled(4096, i));
+            }
+            posted.countDown();
+            assertTrue(told.awaitCount(10, 20_000), "told: " + told.outcomes);
+        } finally {
+            reader.join(30_000);
+            consumer.close();
+        }
+        assertEquals(null, failure.get());
+        assertEquals(Map.of("t0", "DELIVERED", "t1", "DELIVERED", "t2", "DELIVERED", "t3", "DELIVERED",
+            "stop", "DELIVERED", "t5", "REFUSED", "t6", "REFUSED", "t7", "REFUSED", "t8", "REFUSED", "t9", "REFUSED"),
+            told.outcomes);
+    }
+
+    /**
      * Another thread (a SIGTERM hook, a supervisor) closes the endpoint while a handler runs: the handler's tensor
      * is still ACKed when it returns (the close waits for it), told DELIVERED, not CONSUMER_DIED.
      */
