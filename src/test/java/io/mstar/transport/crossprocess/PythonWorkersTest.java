@@ -156,9 +156,10 @@ class PythonWorkersTest {
         assertTrue(Long.parseLong(failed) > 0, producer.output());
         assertTrue(producer.output().contains("CONSUMER_DIED") || producer.output().contains("REFUSED"),
             producer.output());
-        List<String> left = Reclaimer.ourNames(shm.path()); // the producer's sweep may have removed it already
-        assertTrue(left.isEmpty() || left.equals(List.of("mstar_" + Namespace.of(null, DEPLOYMENT).id()
-            + "_mailbox_py")), "only the killed consumer's mailbox may be left: " + left);
+        List<String> left = Reclaimer.ourNames(shm.path()); // the producer's sweep may have removed them already
+        String killed = "mstar_" + Namespace.of(null, DEPLOYMENT).id();
+        assertTrue(left.stream().allMatch(n -> n.equals(killed + "_mailbox_py") || n.startsWith(killed + "_stats_py_")),
+            "only the killed consumer's mailbox and stats file may be left: " + left);
         Reclaimer.sweep(shm.path()); // as the next sweep of any JVM of the deployment would
         consumer.deleteLog();
         producer.deleteLog();
