@@ -261,3 +261,31 @@ def test_a_consumer_killed_while_threads_post_is_told_once_each(shm_env):
         for name in os.listdir(shm_env["MSTAR_SHM_DIR"]):
             if name.endswith("_mailbox_mortal"):
                 os.unlink(os.path.join(shm_env["MSTAR_SHM_DIR"], name))
+
+
+def test_a_close_from_another_thread_waits_for_the_handler_running_and_its_tensor_is_delivered(shm_env):
+    """A supervisor thread closes the consumer while a handler runs on the receiving thread: the close waits for
+    the handler, whose tensor is ACKed (DELIVERED), not left to the mailbox's death (CONSUMER_DIED)."""
+    in_handler, release = threading.Event(), threading.Event()
+    with Endpoint.open(DEPLOYMENT, "producer", env=shm_env) as producer:
+        consumer = Endpoint.open(DEPLOYMENT, "consumer", env=shm_env)
+        try:
+            producer.post("consumer", "handled", np.zeros(64, np.uint8))
+
+            def handler(tensor):
+                in_handler.set()
+                release.wait(10)
+
+            receiving = threading.Thread(target=lambda: consumer.receive(handler, timeout=10))
+            receiving.start()
+            assert in_handler.wait(10)
+            closing = threading.Thread(target=consumer.close)
+            closing.start()
+            closing.join(0.3)  # the close has begun: it waits for the handler
+            release.set()
+            closing.join(10)
+            receiving.join(10)
+        finally:
+            release.set()
+            consumer.close()
+        assert [(o.request_id, o.failure) for o in producer.await_outcomes(1, 10)] == [("handled", None)]

@@ -53,6 +53,7 @@ _TORCH_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F64": "
 _ACKS_PER_MESSAGE = 1024
 _LIVENESS_INTERVAL_S = 1.0
 _FULL_RING_TIMEOUT_S = 30.0  # a post waits this long for room in a live consumer's mailbox, then is REFUSED
+_CLOSE_WAITS_FOR_HANDLERS_S = 5.0  # a close from another thread waits this long for handlers running now
 _MAX_SLEEP_S = 1.0  # every wait wakes at least this often: liveness, views let go on other threads
 _COPY_ATTEMPTS = 3  # a post of an array whose slot's segment was shrunk under it copies again into another
 
@@ -198,6 +199,8 @@ class Endpoint:
         self._pid = os.getpid()
         self.closed = False
         self._close_requested = False
+        self._handlers_running = 0  # on any thread: a close from another thread waits for them (bounded)
+        self._handlers_done = threading.Condition(self._lock)
         self.stats = {"received": 0, "acks_sent": 0, "stale_reads": 0, "bad_descriptors": 0, "acks": 0,
                       "unknown_acks": 0, "refused_files": 0, "unreachable_peers": 0, "swept_files": 0,
                       "skipped_claims": 0, "retired_segments": 0}
@@ -780,12 +783,17 @@ class Endpoint:
         del array, hold
         local = self._local
         local.handing = getattr(local, "handing", 0) + 1
+        with self._lock:
+            self._handlers_running += 1
         try:
             handler(tensor)
         finally:
             local.handing -= 1
             if not tensor._kept:
                 tensor._let_go()
+            with self._lock:
+                self._handlers_running -= 1
+                self._handlers_done.notify_all()
         return 1
 
     def _stamp_holds(self, mapping, d: f.Descriptor) -> bool:
@@ -872,6 +880,14 @@ class Endpoint:
             self._close_requested = True
             return
         with self._lock:
+            if self.closed:
+                return
+            # Handlers running on other threads (a SIGTERM, a supervisor closing): their tensors are handled, so
+            # their ACKs go first; no more are handed over meanwhile. Bounded, as the JVM's close waits.
+            self._close_requested = True
+            deadline = time.monotonic() + _CLOSE_WAITS_FOR_HANDLERS_S
+            while self._handlers_running and time.monotonic() < deadline:
+                self._handlers_done.wait(deadline - time.monotonic())
             if self.closed:
                 return
             atexit.unregister(self.close)
