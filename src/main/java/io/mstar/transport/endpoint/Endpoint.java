@@ -85,7 +85,7 @@ final class Endpoint implements TensorEndpoint {
 
                 @Override
                 public void settle() {
-                    reading.readAllAcks();
+                    reading.readWaiting(false);
                 }
             });
         }
@@ -391,7 +391,7 @@ final class Endpoint implements TensorEndpoint {
         }
         try {
             reading.closingFromHandler(); // a handler that closes: its own tensor is handled
-            reading.readBeforeClose(); // an ACK that came decides its tensor, not CLOSED
+            reading.readWaiting(true); // an ACK that came decides its tensor, not CLOSED
         } catch (RuntimeException e) { // the mailbox closed first (a shutdown hook) or a peer's stayed full
             LOG.warn("closing {}: the ACKs owed and the ACKs waiting were not all taken: {}", deployment.entity(),
                 e.toString());

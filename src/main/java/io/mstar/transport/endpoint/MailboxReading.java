@@ -340,43 +340,31 @@ final class MailboxReading {
         }
     }
 
-    /** Reads every message waiting, unless another thread holds the mailbox for long (a transport settling). */
-    void readAllAcks() {
+    /**
+     * Reads every message waiting, unless another thread holds the mailbox for long (a transport settling). Before
+     * the endpoint closes ({@code closing}): one pass over a full ring's worth at most, so that each ACK that came
+     * decides its tensor, and the tensors read and not handed over are then refused to their producers.
+     */
+    void readWaiting(boolean closing) {
         try {
             if (reading.tryLock(100, TimeUnit.MILLISECONDS)) {
                 try {
-                    while (records.pollRecords(reader, 64) > 0) {
+                    int read = records.pollRecords(reader, closing ? CLOSE_READS : 64);
+                    while (!closing && read > 0) {
                         Thread.onSpinWait();
+                        read = records.pollRecords(reader, 64);
                     }
                 } finally {
-                    unlockReading(APPLICATION_TELLS);
+                    unlockReading(closing ? 0 : APPLICATION_TELLS); // close tells them all, with the CLOSED ones
                 }
+            }
+            if (closing) {
+                refuseParked();
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (IllegalStateException e) {
-            LOG.debug("mailbox closed while settling: {}", e.getMessage());
-        }
-    }
-
-    /**
-     * Reads what waits in the mailbox once, before it closes, so that each ACK that came decides its tensor; the
-     * tensors read and not handed over are refused to their producers.
-     */
-    void readBeforeClose() {
-        try {
-            if (reading.tryLock(100, TimeUnit.MILLISECONDS)) {
-                try {
-                    records.pollRecords(reader, CLOSE_READS);
-                } finally {
-                    unlockReading(0); // close tells them all, with the CLOSED ones
-                }
-            }
-            refuseParked();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (IllegalStateException e) {
-            LOG.debug("mailbox closed before the endpoint: {}", e.getMessage());
+            LOG.debug("mailbox closed before it was read: {}", e.getMessage());
         }
     }
 
