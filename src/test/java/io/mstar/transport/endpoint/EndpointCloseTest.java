@@ -169,8 +169,11 @@ class EndpointCloseTest {
             }
             producer.post("reader", "handled", small(1));
             assertEquals(1, reader.receive(tensor -> { }, Duration.ofSeconds(10)));
-            Thread.sleep(100);
-            producer.readAcksIfIdle(); // reads the ACK, tells up to 64: the listener closes there
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (heard.told.isEmpty() && System.nanoTime() < deadline) {
+                producer.readAcksIfIdle(); // reads the ACK (unless the ACK thread holds the mailbox this instant),
+                Thread.sleep(1); // tells up to 64: the listener closes there
+            }
             assertTrue(heard.told.contains("handled DELIVERED"), "the listener was told: " + heard.told.size());
         }
         assertEquals(stuck + 1, heard.told.size(), "every post told once: " + heard.told.size());
