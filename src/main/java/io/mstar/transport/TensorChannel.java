@@ -155,5 +155,13 @@ public interface TensorChannel extends AutoCloseable {
         default void refused(String fromEntity, long uuidMsb, long uuidLsb) {
             ack(fromEntity, uuidMsb, uuidLsb);
         }
+
+        /**
+         * Called after the records of one message of descriptors were handed on: {@code ringPosition} is where the
+         * message ends in the mailbox's ring. A consumer that delivers by position publishes it once it handled
+         * them (an endpoint does); others may ignore it.
+         */
+        default void endOfMessage(long ringPosition) {
+        }
     }
 }

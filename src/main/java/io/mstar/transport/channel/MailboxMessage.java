@@ -8,7 +8,6 @@ import io.mstar.transport.exceptions.DescriptorFormatException;
 import io.mstar.transport.naming.ShmNames;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
-import org.agrona.concurrent.MessageHandler;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -25,7 +24,7 @@ import java.util.UUID;
  * type says what the message carries.
  *
  * <pre>
- *   message (little-endian), type 1 = descriptors, 2 = ACKs, 3 = refusals (laid out as ACKs):
+ *   message (little-endian), type 1 = descriptors, 2 = ACKs, 3 = refusals and 4 = kept (laid out as ACKs):
  *  +----------+---------------------+-----------+-------------------------------------------+
  *  | u8 n     | sender entity (n B) | u16 count | count descriptor records | count x 16 B uuid |
  *  +----------+---------------------+-----------+-------------------------------------------+
@@ -43,6 +42,11 @@ final class MailboxMessage {
      * under it); laid out as ACKs, and like an ACK each frees the consumer's share.
      */
     static final int REFUSALS = 3;
+    /**
+     * Record type of a message of kept tensors: sent by position, handled, and kept past their handlers; laid out as
+     * ACKs. The handled position does not free them: an ACK or a refusal follows each.
+     */
+    static final int KEPT = 4;
     /** Bytes of one ACK. */
     static final int UUID_LENGTH = 16;
     private static final int MAX_ENTITY_LENGTH = 64;
@@ -50,6 +54,16 @@ final class MailboxMessage {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private MailboxMessage() {
+    }
+
+    /** Takes a uuid by its halves. */
+    interface UuidSink {
+        void accept(long msb, long lsb);
+    }
+
+    /** Whether a ring record of this type is a message (else it is padding or garbage). */
+    static boolean isMessage(int type) {
+        return type == DESCRIPTORS || type == ACKS || type == REFUSALS || type == KEPT;
     }
 
     /** The item count in a message's header, or 0 when its sender name does not fit the message. */
@@ -77,12 +91,13 @@ final class MailboxMessage {
      * the copy area, the per-message columns and the last sender's name are reused, so a poll of messages
      * from a known sender allocates only what the listener receives. Used by the polling thread only.
      */
-    static final class Inbox implements MessageHandler {
+    static final class Inbox {
         private final byte[] bytes = new byte[MailboxDescriptor.RING_BYTES]; // one poll reads at most the ring
         private final MemorySegment area = MemorySegment.ofArray(bytes);
         private int[] types = new int[16];
         private int[] offsets = new int[16];
         private int[] lengths = new int[16];
+        private long[] ends = new long[16]; // the ring position just past each message
         private int count;
         private int end;
         private String lastSender = "";
@@ -91,13 +106,15 @@ final class MailboxMessage {
         private long limit;
         private int items;
 
-        @Override
-        public void onMessage(int type, MutableDirectBuffer buffer, int index, int length) {
+        /** Copies one message out of the ring; {@code ringEnd} is the ring position just past its record. */
+        void onMessage(int type, MutableDirectBuffer buffer, int index, int length, long ringEnd) {
             if (count == types.length) {
                 types = Arrays.copyOf(types, 2 * count);
                 offsets = Arrays.copyOf(offsets, 2 * count);
                 lengths = Arrays.copyOf(lengths, 2 * count);
+                ends = Arrays.copyOf(ends, 2 * count);
             }
+            ends[count] = ringEnd;
             buffer.getBytes(index, bytes, end, length);
             types[count] = type;
             offsets[count] = end;
@@ -130,6 +147,9 @@ final class MailboxMessage {
          */
         void dispatch(int i, Deployment reader, TensorChannel.Listener listener) {
             String from = begin(i);
+            if (types[i] == KEPT) {
+                return; // only an endpoint sends by position; a channel's own listener ACKs by message
+            }
             if (types[i] == ACKS || types[i] == REFUSALS) {
                 List<UUID> uuids = new ArrayList<>(items);
                 for (int k = 0; k < items; k++, p += UUID_LENGTH) {
@@ -158,7 +178,7 @@ final class MailboxMessage {
          *
          * @throws DescriptorFormatException when the message's framing is bad; nothing is handed on then
          */
-        void dispatchRecords(int i, TensorChannel.RecordListener listener) {
+        void dispatchRecords(int i, TensorChannel.RecordListener listener, UuidSink kept) {
             String from = begin(i);
             if (types[i] == ACKS) {
                 for (int k = 0; k < items; k++, p += UUID_LENGTH) {
@@ -168,12 +188,17 @@ final class MailboxMessage {
                 for (int k = 0; k < items; k++, p += UUID_LENGTH) {
                     listener.refused(from, area.get(LONG, p), area.get(LONG, p + 8));
                 }
+            } else if (types[i] == KEPT) {
+                for (int k = 0; k < items; k++, p += UUID_LENGTH) {
+                    kept.accept(area.get(LONG, p), area.get(LONG, p + 8));
+                }
             } else {
                 while (p < limit) { // framed by begin(): every record's length fits
                     int length = DescriptorCodec.recordLength(area, p, limit - p);
                     listener.descriptor(from, area, p, length);
                     p += length;
                 }
+                listener.endOfMessage(ends[i]);
             }
         }
 
@@ -190,7 +215,7 @@ final class MailboxMessage {
             p += 1 + n;
             items = Short.toUnsignedInt(area.get(SHORT, p));
             p += 2;
-            if (type == ACKS || type == REFUSALS) {
+            if (type == ACKS || type == REFUSALS || type == KEPT) {
                 if (limit - p != (long) UUID_LENGTH * items) {
                     throw new DescriptorFormatException("acks", items + " uuids need " + UUID_LENGTH * items
                         + " bytes, found " + (limit - p));

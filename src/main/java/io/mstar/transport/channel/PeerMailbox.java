@@ -25,6 +25,7 @@ final class PeerMailbox {
     final ManyToOneRingBuffer ring;
     final Doorbell doorbell;
     final long incarnation;
+    final SentByPosition sent; // what this sender sent it by position, until its handled position passes
     private final int probeFd;
     private final int writerSlot; // -1 when every slot was taken
     private final String key;
@@ -40,6 +41,7 @@ final class PeerMailbox {
         this.probeFd = probeFd;
         this.writerSlot = register(file, probeFd);
         this.key = entity + "@" + Long.toHexString(incarnation);
+        this.sent = new SentByPosition(entity, () -> SentByPosition.handledIn(file.memory()));
     }
 
     /** The ring of a mailbox file (ours or a peer's). */

@@ -2,6 +2,7 @@ package io.mstar.transport.channel;
 
 import io.mstar.transport.exceptions.MstarTransportException;
 import io.mstar.transport.exceptions.NativeCallException;
+import io.mstar.transport.exceptions.PeerRejectedException;
 import io.mstar.transport.exceptions.PeerUnavailableException;
 import io.mstar.transport.exceptions.SegmentAccessException;
 import io.mstar.transport.naming.Namespace;
@@ -124,6 +125,7 @@ final class PeerMailboxes {
     /** Drops a peer whose owner died; its mapping goes at the next {@link #closeRetired()}. */
     void retire(PeerMailbox peer) {
         if (peers.remove(peer.entity, peer)) {
+            peer.sent.retire(); // the last position this sender learns: the mapping goes
             retired.add(peer);
             LOG.info("peer's mailbox owner is gone, dropping its mapping: entity={}, incarnation={}", peer.entity,
                 Long.toHexString(peer.incarnation));
@@ -194,6 +196,13 @@ final class PeerMailboxes {
                     if (PeerMailbox.probeUnlocked(fd, peerFile.path())) {
                         throw unavailable(peer, "died and has not come back: nobody owns its mailbox "
                             + peerFile.path() + " (the next sweep removes it)");
+                    }
+                    int version = peerFile.memory().get(ValueLayout.JAVA_INT, MailboxDescriptor.VERSION_OFFSET);
+                    if (version != MailboxDescriptor.VERSION) {
+                        throw new PeerRejectedException(peer, "peer unavailable: entity " + peer + " speaks format "
+                            + (version == 0 ? 1 : version) + " (its mailbox " + peerFile.path() + "), this process"
+                            + " speaks format " + MailboxDescriptor.VERSION + ": run one version of mstar-transport"
+                            + " (JVM and Python) in a deployment");
                     }
                     ok = true;
                     return new PeerMailbox(peer, peerFile, incarnation, fd);

@@ -1,7 +1,6 @@
 package io.mstar.transport.channel;
 
 import org.agrona.concurrent.AtomicBuffer;
-import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
@@ -52,7 +51,7 @@ final class RingReader {
      * Hands up to {@code limit} records of known types to {@code handler}, skipping garbage; returns how
      * many it handed on. A record handed on lies wholly inside the ring.
      */
-    int read(MessageHandler handler, int limit) {
+    int read(MailboxMessage.Inbox handler, int limit) {
         int headIndex = (int) head & (capacity - 1);
         if (buffer.getIntVolatile(headIndex) == 0 && !inGarbage) {
             return 0; // nothing committed: an idle poll reads one word, as Agrona's does, not the writers' tail
@@ -89,8 +88,8 @@ final class RingReader {
                 }
                 bytesRead += align(length);
                 inGarbage = false;
-                if (type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS || type == MailboxMessage.REFUSALS) {
-                    handler.onMessage(type, buffer, index + HEADER_LENGTH, length - HEADER_LENGTH);
+                if (MailboxMessage.isMessage(type)) {
+                    handler.onMessage(type, buffer, index + HEADER_LENGTH, length - HEADER_LENGTH, head + bytesRead);
                     messages++;
                 } else if (type != PADDING) {
                     skipped(align(length));
@@ -132,7 +131,7 @@ final class RingReader {
                 break;
             }
             int type = buffer.getInt(index + 4);
-            if (type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS || type == MailboxMessage.REFUSALS) {
+            if (MailboxMessage.isMessage(type)) {
                 messages++;
                 if (type != MailboxMessage.DESCRIPTORS) {
                     acks += MailboxMessage.items(buffer, index + HEADER_LENGTH, length - HEADER_LENGTH);
@@ -141,6 +140,16 @@ final class RingReader {
             position += align(length);
         }
         return new long[] {messages, acks};
+    }
+
+    /** The position this reader reads next: every record before it was read. */
+    long head() {
+        return head;
+    }
+
+    /** The writers' tail: every record claimed so far ends at or before it. */
+    long tail() {
+        return buffer.getLongVolatile(tailPositionIndex);
     }
 
     /** Records skipped because their length or type was impossible. */
@@ -181,8 +190,7 @@ final class RingReader {
     }
 
     private static boolean knownType(int type, int length) {
-        return type == MailboxMessage.DESCRIPTORS || type == MailboxMessage.ACKS || type == MailboxMessage.REFUSALS
-            || type == PADDING
+        return MailboxMessage.isMessage(type) || type == PADDING
             || length < 0 && type == 0; // a claim whose type is not written yet
     }
 

@@ -1,6 +1,8 @@
 package io.mstar.transport.channel;
 
+import io.mstar.transport.codec.DescriptorCodec;
 import io.mstar.transport.exceptions.MstarTransportException;
+import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.lang.foreign.MemorySegment;
@@ -12,9 +14,14 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 
+import static org.agrona.BitUtil.align;
+import static org.agrona.concurrent.ringbuffer.RecordDescriptor.ALIGNMENT;
+import static org.agrona.concurrent.ringbuffer.RecordDescriptor.HEADER_LENGTH;
+
 /**
  * The sending side of a mailbox: messages laid out as {@link MailboxMessage} says, written into peers' rings
- * with Agrona's calls from one message buffer per sending thread ({@link Outbox}: sends allocate none), packed
+ * with Agrona's claim and commit from one message buffer per sending thread ({@link Outbox}: sends allocate none), or
+ * written in place ({@link #writeByPosition}), packed
  * into as few ring messages as a ring's message limit allows, and each followed by the peer's
  * {@link Doorbell}. A full ring is waited on, up to {@value #SEND_TIMEOUT_NS} ns, and given up on at once when
  * its reader died. Every method is called between the mailbox's {@code enter()} and {@code exit()}.
@@ -113,15 +120,68 @@ final class RingWriter {
         return peer.key();
     }
 
+    /**
+     * Writes one descriptor record, flagged to be delivered by position, in place into the peer's ring, and
+     * remembers where it ends there ({@link SentByPosition}); returns the incarnation that got it.
+     */
+    PeerMailbox writeByPosition(String toEntity, MemorySegment record, long offset, int length) {
+        PeerMailbox peer = peers.get(toEntity);
+        int n = entityAscii.length;
+        int messageLength = 1 + n + 2 + length;
+        AtomicBuffer ring = peer.ring.buffer();
+        peer.sent.lock();
+        try {
+            int index = claim(peer, MailboxMessage.DESCRIPTORS, messageLength);
+            long end;
+            try {
+                ring.putByte(index, (byte) n);
+                ring.putBytes(index + 1, entityAscii);
+                ring.putShort(index + 1 + n, (short) 1, ByteOrder.LITTLE_ENDIAN);
+                int at = index + 3 + n;
+                MemorySegment.copy(record, offset, peer.file.memory(), at, length);
+                ring.putByte(at + DescriptorCodec.FLAGS_OFFSET, (byte) DescriptorCodec.FLAG_POSITION);
+                end = endPosition(peer, index, messageLength);
+            } catch (RuntimeException | Error e) {
+                peer.ring.abort(index);
+                throw e;
+            }
+            peer.ring.commit(index);
+            peer.sent.add(end, DescriptorCodec.uuidMsb(record, offset), DescriptorCodec.uuidLsb(record, offset));
+        } finally {
+            peer.sent.unlock();
+        }
+        peer.doorbell.ring();
+        return peer;
+    }
+
+    // Where a claimed, uncommitted message at `index` ends in the ring, as a position: the tail is past it by less
+    // than the ring's size, since the reader cannot pass a record not yet committed.
+    private static long endPosition(PeerMailbox peer, int index, int messageLength) {
+        int capacity = peer.ring.capacity();
+        long endIndex = index - HEADER_LENGTH + align(messageLength + HEADER_LENGTH, ALIGNMENT);
+        long tail = peer.ring.producerPosition();
+        return tail - ((tail - endIndex) & (capacity - 1));
+    }
+
     private void flush(PeerMailbox peer, int type, Outbox out, int count) {
         MailboxMessage.finish(out.message, entityAscii.length, count);
-        if (peer.ring.write(type, out.buffer, 0, out.message.position())) {
-            peer.doorbell.ring();
-            return; // the common case reads no clock: a clock read costs as much as the write on some VMs
+        int length = out.message.position();
+        int index = claim(peer, type, length);
+        peer.ring.buffer().putBytes(index, out.buffer, 0, length);
+        peer.ring.commit(index);
+        peer.doorbell.ring();
+    }
+
+    // Claims room for a message of `length` bytes in the peer's ring, waiting while it is full; returns the index
+    // to write the message at.
+    private int claim(PeerMailbox peer, int type, int length) {
+        int index = peer.ring.tryClaim(type, length);
+        if (index > 0) {
+            return index; // the common case reads no clock: a clock read costs as much as the write on some VMs
         }
         long start = System.nanoTime();
         long nextCheck = start + PeerMailboxes.CHECK_INTERVAL_MS * 1_000_000L;
-        while (!peer.ring.write(type, out.buffer, 0, out.message.position())) {
+        while ((index = peer.ring.tryClaim(type, length)) <= 0) {
             if (closed.getAsBoolean()) {
                 throw closedException.get();
             }
@@ -139,6 +199,6 @@ final class RingWriter {
             }
             Thread.onSpinWait();
         }
-        peer.doorbell.ring();
+        return index;
     }
 }

@@ -29,9 +29,12 @@ import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiConsumer;
 import java.util.function.BooleanSupplier;
 import java.util.function.ToIntFunction;
@@ -112,6 +115,12 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      */
     static final boolean NO_DISPATCH_WAIT = Boolean.getBoolean("mstar.test.noDispatchWait");
     private final RingGuard guard; // who is inside the rings: close unmaps once none is
+    private static final VarHandle HANDLED = ValueLayout.JAVA_LONG.varHandle();
+    private volatile SentByPosition[] positioned = new SentByPosition[0]; // the consumers sent to by position
+    private final PositionReading positionReading = new PositionReading();
+    private final Set<UUID> kept = ConcurrentHashMap.newKeySet(); // sent by position, kept by their consumer
+    private final MailboxMessage.UuidSink keptSink = (msb, lsb) -> kept.add(new UUID(msb, lsb));
+    private final OwnInbox ownInbox = new OwnInbox(); // used by the polling thread
 
     private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper) {
         this.deployment = deployment;
@@ -133,7 +142,8 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         do {
             incarnation = Owner.newUuid().getLeastSignificantBits(); // unguessable by peers
         } while (incarnation == 0);
-        VarHandle.releaseFence(); // the ring's initial state before the incarnation that says it is ready
+        file.memory().set(ValueLayout.JAVA_INT, MailboxDescriptor.VERSION_OFFSET, MailboxDescriptor.VERSION);
+        VarHandle.releaseFence(); // the ring's initial state and version before the incarnation that says it is ready
         file.memory().set(ValueLayout.JAVA_LONG, MailboxDescriptor.INCARNATION_OFFSET, incarnation);
     }
 
@@ -234,13 +244,32 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
 
     @Override
     public void sendDescriptorRecord(String toEntity, MemorySegment record, long offset, int length) {
+        sendRecord(toEntity, record, offset, length, false);
+    }
+
+    /**
+     * As {@link #sendDescriptorRecord}, delivered by position (docs/format.md, 12a): the consumer sends no ACK for
+     * it once handled, and its handled position says so instead, which {@link #readPositions} reads. For a sender
+     * that reads this mailbox with {@code readPositions}: an endpoint.
+     */
+    public void postRecord(String toEntity, MemorySegment record, long offset, int length) {
+        sendRecord(toEntity, record, offset, length, true);
+    }
+
+    private void sendRecord(String toEntity, MemorySegment record, long offset, int length, boolean byPosition) {
         if (DescriptorCodec.recordLength(record, offset, length) != length) {
             throw new DescriptorFormatException("length", "the record declares another length than " + length);
         }
         String delivered;
         guard.enter();
         try {
-            delivered = writer.writeRecord(toEntity, record, offset, length);
+            if (byPosition) {
+                PeerMailbox peer = writer.writeByPosition(toEntity, record, offset, length);
+                listPositioned(peer);
+                delivered = peer.key();
+            } else {
+                delivered = writer.writeRecord(toEntity, record, offset, length);
+            }
         } catch (PeerUnavailableException e) {
             ConsumerLiveness attached = producer;
             if (attached != null) {
@@ -255,6 +284,128 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         if (attached != null) {
             attached.sentTo(delivered, DescriptorCodec.uuidMsb(record, offset), DescriptorCodec.uuidLsb(record, offset));
         }
+    }
+
+    // Lists a consumer this mailbox sent to by position, once, for readPositions to look at.
+    private void listPositioned(PeerMailbox peer) {
+        if (!peer.sent.listed) {
+            synchronized (kept) {
+                if (!peer.sent.listed) {
+                    SentByPosition[] more = Arrays.copyOf(positioned, positioned.length + 1);
+                    more[positioned.length] = peer.sent;
+                    positioned = more;
+                    peer.sent.listed = true;
+                }
+            }
+        }
+    }
+
+    /** Whether a consumer's handled position passed a tensor this mailbox sent it by position: a reader has work. */
+    public boolean positionsDue() {
+        for (SentByPosition sent : positioned) {
+            if (sent.due()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Learns what the consumers this mailbox sent to by position handled ({@link PositionReading}), and hands each
+     * tensor a position passed, and its consumer did not keep, to {@code listener.ack}. Called by the thread that
+     * polls; returns the tensors handed on.
+     */
+    public int readPositions(RecordListener listener) {
+        SentByPosition[] sentTo = positioned;
+        ownInbox.listener = listener;
+        try {
+            int handed = positionReading.read(sentTo, ownInbox, ownInbox);
+            for (SentByPosition sent : sentTo) {
+                if (sent.retired()) {
+                    unlistPositioned(sent); // the rest is its death's: the transport frees what a dead consumer held
+                }
+            }
+            return handed;
+        } finally {
+            ownInbox.listener = null;
+        }
+    }
+
+    private void unlistPositioned(SentByPosition gone) {
+        synchronized (kept) {
+            positioned = Arrays.stream(positioned).filter(s -> s != gone).toArray(SentByPosition[]::new);
+        }
+    }
+
+    // This mailbox as the position rule reads it, and where the tensors passed go: an ACK of their consumer's,
+    // unless that consumer kept the tensor (then its message follows).
+    private final class OwnInbox implements PositionReading.Inbox, PositionReading.Passed {
+        RecordListener listener;
+        String consumer;
+
+        @Override
+        public long tail() {
+            if (!guard.tryEnter()) {
+                return Long.MAX_VALUE; // closing: never read to
+            }
+            try {
+                return inboxReader.tail();
+            } finally {
+                guard.exit();
+            }
+        }
+
+        @Override
+        public long head() {
+            return inboxReader.head();
+        }
+
+        @Override
+        public int read() {
+            return guard.isClosed() ? 0 : poll(null, listener, 64);
+        }
+
+        @Override
+        public void from(String entity) {
+            consumer = entity;
+        }
+
+        @Override
+        public void accept(long msb, long lsb) {
+            if (kept.isEmpty() || !kept.remove(new UUID(msb, lsb))) {
+                listener.ack(consumer, msb, lsb);
+            }
+        }
+    }
+
+    /**
+     * This consumer handled the ring's descriptors up to {@code position} (the end of a message whose every record
+     * was handled, kept or refused): published for the producers that sent by position.
+     */
+    public void handled(long position) {
+        try {
+            HANDLED.setRelease(file.memory(), (long) MailboxDescriptor.HANDLED_OFFSET, position);
+        } catch (IllegalStateException closed) {
+            // a handler closed the endpoint: nobody reads the position of a mailbox that is gone
+        }
+    }
+
+    /** Rings a producer's doorbell: its thread asleep on its mailbox wakes to read our handled position. */
+    public void wakeProducer(String producer) {
+        if (guard.tryEnter()) {
+            try {
+                peers.get(producer).doorbell.ring(); // mapped the first time: a consumer that sends no ACKs may not have it
+            } catch (PeerUnavailableException gone) {
+                // nobody to wake
+            } finally {
+                guard.exit();
+            }
+        }
+    }
+
+    /** Tells a producer that this consumer keeps a tensor it sent by position: an ACK or refusal follows. */
+    public void sendKept(String toEntity, long uuidMsb, long uuidLsb) {
+        sendOne(toEntity, MailboxMessage.KEPT, uuidMsb, uuidLsb);
     }
 
     @Override
@@ -354,7 +505,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
                     if (objects != null) {
                         polled.dispatch(i, deployment, objects);
                     } else {
-                        polled.dispatchRecords(i, records);
+                        polled.dispatchRecords(i, records, keptSink);
                     }
                 } catch (RuntimeException e) {
                     refusals.message(polled.type(i), polled.length(i), e);

@@ -49,7 +49,9 @@ public final class DescriptorCodec {
     }
 
     public static final int MAGIC = 0x4454534D; // "MSTD" read little-endian
-    public static final short VERSION = 1;
+    public static final short VERSION = 2;
+    /** Flag bit: the producer learns this tensor was handled from its consumer's handled position, not an ACK. */
+    public static final int FLAG_POSITION = 1;
     public static final int MAX_RANK = Tensor.MAX_RANK;
     public static final int MAX_REQUEST_ID_BYTES = 256;
     /** Largest encoded record: header, shape and three maximal strings. */
@@ -62,7 +64,7 @@ public final class DescriptorCodec {
     static final int DTYPE_OFFSET = 12;
     static final int PLACEMENT_OFFSET = 13;
     static final int RANK_OFFSET = 14;
-    static final int PAD_OFFSET = 15;
+    public static final int FLAGS_OFFSET = 15;
     static final int UUID_MSB_OFFSET = 16;
     static final int UUID_LSB_OFFSET = 24;
     static final int NBYTES_OFFSET = 32;
@@ -167,7 +169,7 @@ public final class DescriptorCodec {
         dst.set(ValueLayout.JAVA_BYTE, base + DTYPE_OFFSET, (byte) dtype.code());
         dst.set(ValueLayout.JAVA_BYTE, base + PLACEMENT_OFFSET, (byte) placement.code());
         dst.set(ValueLayout.JAVA_BYTE, base + RANK_OFFSET, (byte) rank);
-        dst.set(ValueLayout.JAVA_BYTE, base + PAD_OFFSET, (byte) 0);
+        dst.set(ValueLayout.JAVA_BYTE, base + FLAGS_OFFSET, (byte) 0);
         dst.set(LONG, base + UUID_MSB_OFFSET, uuidMsb);
         dst.set(LONG, base + UUID_LSB_OFFSET, uuidLsb);
         dst.set(LONG, base + NBYTES_OFFSET, nbytes);
@@ -259,8 +261,12 @@ public final class DescriptorCodec {
         if (version != VERSION) {
             throw new DescriptorFormatException("version", "found " + version + ", this reader understands " + VERSION);
         }
-        if (src.get(SHORT, offset + RESERVED_OFFSET) != 0 || src.get(ValueLayout.JAVA_BYTE, offset + PAD_OFFSET) != 0) {
+        if (src.get(SHORT, offset + RESERVED_OFFSET) != 0) {
             throw new DescriptorFormatException("reserved", "reserved bytes must be zero");
+        }
+        int flags = src.get(ValueLayout.JAVA_BYTE, offset + FLAGS_OFFSET);
+        if ((flags & ~FLAG_POSITION) != 0) {
+            throw new DescriptorFormatException("flags", "unknown flag bits 0x" + Integer.toHexString(flags & 0xFF));
         }
         int declared = src.get(INT, offset + LENGTH_OFFSET);
         if (declared != length) {
@@ -357,6 +363,11 @@ public final class DescriptorCodec {
 
     public static Placement placement(MemorySegment src, long offset) {
         return Placement.ofCode(src.get(ValueLayout.JAVA_BYTE, offset + PLACEMENT_OFFSET));
+    }
+
+    /** Whether a validated record's producer learns of its handling from the consumer's handled position. */
+    public static boolean byPosition(MemorySegment src, long offset) {
+        return (src.get(ValueLayout.JAVA_BYTE, offset + FLAGS_OFFSET) & FLAG_POSITION) != 0;
     }
 
     public static long nbytes(MemorySegment src, long offset) {

@@ -52,6 +52,7 @@ final class Endpoint implements TensorEndpoint {
     // time (the timer's slack), and yields handed the core to a busy neighbour for its whole time slice.
     private final MessageWait wait;
     private final BooleanSupplier outcomesToPoll;
+    private final ShmMailbox byPosition; // posts to local consumers go by position through it; null off our mailboxes
     private final ThreadLocal<MemorySegment> recordBuffers =
         ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]));
     private volatile boolean sending;
@@ -64,10 +65,11 @@ final class Endpoint implements TensorEndpoint {
         this.channel = channel;
         this.records = channel.records();
         this.outcomes = new Outcomes(listener, deployment.config());
-        this.outcomesToPoll = outcomes::waitingForPoll;
         this.wait = MessageWait.of(channel);
-        this.reading = new MailboxReading(records, transport, outcomes, wait, new Incoming(this),
-            channel instanceof RoutedMailbox routed ? routed.local() : channel instanceof ShmMailbox m ? m : null);
+        this.byPosition = channel instanceof RoutedMailbox routed ? routed.local() : channel instanceof ShmMailbox m ? m
+            : null;
+        this.reading = new MailboxReading(records, transport, outcomes, wait, new Incoming(this), byPosition);
+        this.outcomesToPoll = () -> outcomes.waitingForPoll() || reading.positionsDue();
         if (transport instanceof ArenaTransport arena) {
             arena.publishBeside("mailbox", () -> mailbox().stats());
             arena.explainStallsWith(this::whatHoldsOutcomes);
@@ -269,7 +271,11 @@ final class Endpoint implements TensorEndpoint {
                 outcomes.track(msb, lsb, requestId, delivery, to, null);
                 tracked = true;
             }
-            records.sendDescriptorRecord(to, record, 0, length);
+            if (byPosition != null && !(channel instanceof RoutedMailbox routed && routed.isRemote(to))) {
+                byPosition.postRecord(to, record, 0, length); // its consumer's handled position tells it was handled
+            } else {
+                records.sendDescriptorRecord(to, record, 0, length);
+            }
         } catch (PeerUnavailableException e) {
             refuse(msb, lsb, e);
         } catch (RuntimeException | Error e) {
@@ -373,7 +379,7 @@ final class Endpoint implements TensorEndpoint {
                 if (!sending && !closed) {
                     sending = true;
                     ackThread = new AckThread(deployment.entity(), reading::ackThreadRound, wait,
-                        outcomes::waitingForTeller);
+                        () -> outcomes.waitingForTeller() || reading.positionsDue());
                 }
             }
         }

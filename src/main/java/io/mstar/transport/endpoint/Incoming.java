@@ -82,6 +82,11 @@ final class Incoming implements IncomingTensor, TensorRecords.Reader, CharSequen
         return kept || ackedEarly;
     }
 
+    /** Whether the last tensor handed over was kept past its handler. */
+    boolean kept() {
+        return kept;
+    }
+
     /** Whether the last record passed every check and reached its handler (else what it threw refused the record). */
     boolean handedOver() {
         return handedOver;

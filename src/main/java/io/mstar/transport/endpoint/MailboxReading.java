@@ -15,6 +15,7 @@ import org.slf4j.LoggerFactory;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
@@ -64,6 +65,7 @@ final class MailboxReading {
     private final ArrayDeque<Parked> parked = new ArrayDeque<>(); // guarded by reading
     private final Reader reader = new Reader(); // guarded by reading
     private final RecordBatch batch = new RecordBatch(); // guarded by handling
+    private final List<String> toWake = new ArrayList<>(); // producers to wake after the handlers; guarded by handling
     private final Incoming incoming; // guarded by handling
     private volatile boolean anyParked; // whether parked holds records: a thread in receive need not sleep
     private final BooleanSupplier recordsParked = () -> anyParked; // made once: a wait allocates nothing
@@ -104,7 +106,7 @@ final class MailboxReading {
                 appPolls = appPolls + 1; // under the reading lock: one writer at a time
                 while (read < limit && !parked.isEmpty()) {
                     Parked p = parked.poll();
-                    batch.add(p.from(), MemorySegment.ofArray(p.record()), 0, p.record().length);
+                    batch.add(p.from(), MemorySegment.ofArray(p.record()), 0, p.record().length, p.end());
                     read++;
                 }
                 anyParked = !parked.isEmpty();
@@ -116,6 +118,7 @@ final class MailboxReading {
                         reader.batch = null;
                     }
                 }
+                readPositions();
             } finally {
                 if (!HANDLERS_HOLD_THE_MAILBOX) {
                     unlockReading(0); // told once the handlers ran: a listener may poll then
@@ -151,7 +154,7 @@ final class MailboxReading {
         try {
             for (; i < batch.size() && !closedByHandler; i++) {
                 handing = i;
-                dispatch(batch.from(i), batch.records(), batch.at(i), batch.length(i), handler);
+                dispatch(batch.from(i), batch.records(), batch.at(i), batch.length(i), batch.end(i), handler);
             }
         } catch (Throwable e) { // a handler's Error: its tensor is ACKed, the poll's later ones wait for the next poll
             if (!ERROR_DROPS_ITS_POLL) {
@@ -164,6 +167,7 @@ final class MailboxReading {
                 if (!ERROR_DROPS_ITS_POLL || i == batch.size()) {
                     gathered.send();
                 }
+                wakeProducers();
             } finally {
                 if (local != null) {
                     local.handlerRuns(false);
@@ -178,7 +182,7 @@ final class MailboxReading {
         try {
             for (int k = batch.size() - 1; k >= first; k--) {
                 parked.addFirst(new Parked(batch.from(k),
-                    batch.records().asSlice(batch.at(k), batch.length(k)).toArray(ValueLayout.JAVA_BYTE)));
+                    batch.records().asSlice(batch.at(k), batch.length(k)).toArray(ValueLayout.JAVA_BYTE), batch.end(k)));
             }
             anyParked = !parked.isEmpty();
         } finally {
@@ -231,8 +235,9 @@ final class MailboxReading {
 
     // Hands one record's tensor to the handler, then ACKs it; refuses it when its slot was reused under the read or
     // a check refused the record before its handler. A small tensor's ACK after a quick handler is gathered with the
-    // poll's next ones.
-    private void dispatch(String from, MemorySegment record, long at, int length, TensorHandler handler) {
+    // poll's next ones; a tensor sent by position needs none (its producer is told it was kept, if it was). A
+    // record that ends its message (`end` > 0) then moves the handled position past the message.
+    private void dispatch(String from, MemorySegment record, long at, int length, long end, TensorHandler handler) {
         boolean refused = false;
         try {
             incoming.deliver(from, record, at, length, handler, transport);
@@ -251,17 +256,61 @@ final class MailboxReading {
             long now = System.nanoTime();
             boolean quick = now - handlerStarted < GatheredAcks.QUICK_NS;
             handlerStarted = now;
+            boolean whole = DescriptorCodec.recordLength(record, at, length) == length;
+            boolean byPosition = whole && local != null && DescriptorCodec.byPosition(record, at);
             // A kept tensor (even one whose handler threw after keep()) is ACKed when its view closes.
-            if (!incoming.keptOrAcked() && DescriptorCodec.recordLength(record, at, length) == length) {
+            if (!incoming.keptOrAcked() && whole) {
                 long msb = DescriptorCodec.uuidMsb(record, at);
                 long lsb = DescriptorCodec.uuidLsb(record, at);
-                if (quick && !refused && DescriptorCodec.nbytes(record, at) <= GatheredAcks.SMALL_BYTES) {
+                if (byPosition && !refused) {
+                    wakeLater(from); // handled: the position says so
+                } else if (quick && !refused && DescriptorCodec.nbytes(record, at) <= GatheredAcks.SMALL_BYTES) {
                     gathered.add(from, msb, lsb, now);
                 } else {
                     gathered.send(); // in order: what was gathered before this one
                     ack(from, msb, lsb, refused);
                 }
+            } else if (byPosition && incoming.kept()) {
+                kept(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at));
             }
+            if (end > 0 && local != null) {
+                local.handled(end); // after the refusal or kept message it may have needed: they go first
+            }
+        }
+    }
+
+    // Tells a producer that sent by position that its tensor is kept past the handler (its ACK comes at the release).
+    private void kept(String producer, long msb, long lsb) {
+        try {
+            local.sendKept(producer, msb, lsb);
+        } catch (PeerUnavailableException e) {
+            LOG.debug("kept not told, its producer is gone: {}", e.getMessage());
+        }
+    }
+
+    // Rings, once per poll, the doorbell of each producer whose tensors sent by position this poll handled.
+    private void wakeLater(String producer) {
+        if (!toWake.contains(producer)) {
+            toWake.add(producer);
+        }
+    }
+
+    private void wakeProducers() {
+        for (int k = 0; k < toWake.size(); k++) {
+            local.wakeProducer(toWake.get(k));
+        }
+        toWake.clear();
+    }
+
+    /** Whether a consumer's handled position passed a tensor sent by position here: a reader of ours has work. */
+    boolean positionsDue() {
+        return local != null && local.positionsDue();
+    }
+
+    // Applies the handled positions of the consumers we sent to by position; the reading lock is held.
+    private void readPositions() {
+        if (local != null) {
+            local.readPositions(reader);
         }
     }
 
@@ -297,7 +346,9 @@ final class MailboxReading {
             return 0;
         }
         try {
-            return records.pollRecords(reader, 64);
+            int read = records.pollRecords(reader, 64);
+            readPositions();
+            return read;
         } finally {
             unlockReading(APPLICATION_TELLS);
         }
@@ -309,6 +360,7 @@ final class MailboxReading {
             try {
                 appPolls = appPolls + 1; // the application reads: the ACK thread stands aside
                 records.pollRecords(reader, 64);
+                readPositions();
             } finally {
                 unlockReading(0); // the poll tells, up to its limit
             }
@@ -334,6 +386,7 @@ final class MailboxReading {
             return AckThread.BUSY;
         }
         try {
+            readPositions();
             return records.pollRecords(reader, 1);
         } finally {
             unlockReading(Integer.MAX_VALUE);
@@ -354,6 +407,7 @@ final class MailboxReading {
                         Thread.onSpinWait();
                         read = records.pollRecords(reader, 64);
                     }
+                    readPositions();
                 } finally {
                     unlockReading(closing ? 0 : APPLICATION_TELLS); // close tells them all, with the CLOSED ones
                 }
@@ -418,10 +472,20 @@ final class MailboxReading {
         @Override
         public void descriptor(String from, MemorySegment record, long offset, int length) {
             if (batch != null) {
-                batch.add(from, record, offset, length);
+                batch.add(from, record, offset, length, 0);
             } else {
-                parked.add(new Parked(from, record.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE)));
+                parked.add(new Parked(from, record.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE), 0));
                 anyParked = true;
+            }
+        }
+
+        @Override
+        public void endOfMessage(long ringPosition) { // the message's last record moves the position once handled
+            if (batch != null) {
+                batch.endsMessage(ringPosition);
+            } else if (!parked.isEmpty()) {
+                Parked last = parked.pollLast();
+                parked.addLast(new Parked(last.from(), last.record(), ringPosition));
             }
         }
 
@@ -439,6 +503,6 @@ final class MailboxReading {
         }
     }
 
-    private record Parked(String from, byte[] record) {
+    private record Parked(String from, byte[] record, long end) {
     }
 }

@@ -14,15 +14,18 @@ final class RecordBatch {
     private String[] froms = new String[64];
     private long[] ats = new long[64];
     private int[] lengths = new int[64];
+    private long[] ends = new long[64]; // a message's end position in the ring on its last record, else 0
     private int count;
     private long end;
 
-    void add(String from, MemorySegment record, long offset, int length) {
+    void add(String from, MemorySegment record, long offset, int length, long messageEnd) {
         if (count == froms.length) {
             froms = Arrays.copyOf(froms, 2 * count);
             ats = Arrays.copyOf(ats, 2 * count);
             lengths = Arrays.copyOf(lengths, 2 * count);
+            ends = Arrays.copyOf(ends, 2 * count);
         }
+        ends[count] = messageEnd;
         if (end + length > area.byteSize()) {
             MemorySegment bigger = MemorySegment.ofArray(new byte[(int) Math.max(2 * area.byteSize(), end + length)]);
             MemorySegment.copy(area, 0, bigger, 0, end);
@@ -34,6 +37,17 @@ final class RecordBatch {
         lengths[count] = length;
         end += length;
         count++;
+    }
+
+    /** The last record added ends its message, at {@code position} in the ring. */
+    void endsMessage(long position) {
+        if (count > 0) {
+            ends[count - 1] = position;
+        }
+    }
+
+    long end(int i) {
+        return ends[i];
     }
 
     int size() {

@@ -83,6 +83,11 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
         }
     }
 
+    /** Whether sends to {@code entity} go to another node (else through the local mailbox). */
+    public boolean isRemote(String entity) {
+        return remote.isRemote(entity);
+    }
+
     @Override
     public void sendDescriptorRecord(String toEntity, MemorySegment record, long offset, int length) {
         if (!remote.isRemote(toEntity)) {

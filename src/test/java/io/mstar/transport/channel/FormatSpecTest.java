@@ -105,6 +105,7 @@ class FormatSpecTest {
     void theDescriptorRecordIsTheSpecifications() throws IOException {
         assertGolden(goldenBlocks(), "descriptor-record", DescriptorCodec.encode(descriptor()));
         assertEquals(DescriptorCodec.VERSION, Integer.parseInt(values(goldenBlocks().get("versions")).get("descriptor")));
+        assertEquals(MailboxDescriptor.VERSION, Integer.parseInt(values(goldenBlocks().get("versions")).get("mailbox")));
     }
 
     @Test
@@ -148,6 +149,10 @@ class FormatSpecTest {
         assertEquals(MailboxMessage.DESCRIPTORS, Integer.parseInt(layout.get("type-descriptors")));
         assertEquals(MailboxMessage.ACKS, Integer.parseInt(layout.get("type-acks")));
         assertEquals(MailboxMessage.REFUSALS, Integer.parseInt(layout.get("type-refusals")));
+        assertEquals(MailboxMessage.KEPT, Integer.parseInt(layout.get("type-kept")));
+        assertEquals(DescriptorCodec.FLAG_POSITION, Integer.parseInt(layout.get("flag-position")));
+        assertEquals(MailboxDescriptor.HANDLED_OFFSET, Integer.parseInt(layout.get("handled")));
+        assertEquals(MailboxDescriptor.VERSION_OFFSET, Integer.parseInt(layout.get("version")));
     }
 
     @Test

@@ -95,8 +95,9 @@ class DescriptorCodecTest {
         TensorDescriptor good = new TensorDescriptor(UUID.randomUUID(), "r", "producer-1", DType.F32,
             new long[] {2, 3}, 24, Placement.ARENA, ShmNames.segment(NS, "producer-1", "0a0b0c0d", 3), 512);
         expectField("magic", good, b -> b.putInt(0, 0x12345678));
-        expectField("version", good, b -> b.putShort(4, (short) 2));
+        expectField("version", good, b -> b.putShort(4, (short) 1)); // format 1 is refused, not misread
         expectField("reserved", good, b -> b.putShort(6, (short) 1));
+        expectField("flags", good, b -> b.put(15, (byte) 2));
         expectField("length", good, b -> b.putInt(8, b.getInt(8) + 1));
         expectField("dtype", good, b -> b.put(12, (byte) 99));
         expectField("placement", good, b -> b.put(13, (byte) 7));
