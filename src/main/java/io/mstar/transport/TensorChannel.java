@@ -120,6 +120,15 @@ public interface TensorChannel extends AutoCloseable {
          */
         void sendDescriptorRecord(String toEntity, MemorySegment record, long offset, int length);
 
+        /**
+         * As {@link #sendDescriptorRecord}, for an endpoint's post: a channel that can deliver by position (the
+         * shared-memory mailbox, to a local consumer) lets the consumer's handled position say it was handled instead
+         * of an ACK, and its sender learns so when it reads its mailbox. By default, as sendDescriptorRecord.
+         */
+        default void postRecord(String toEntity, MemorySegment record, long offset, int length) {
+            sendDescriptorRecord(toEntity, record, offset, length);
+        }
+
         /** Sends one ACK by its uuid's halves. */
         void sendAck(String toEntity, long uuidMsb, long uuidLsb);
 

@@ -29,12 +29,9 @@ import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
-import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiConsumer;
 import java.util.function.BooleanSupplier;
 import java.util.function.ToIntFunction;
@@ -116,10 +113,8 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
     static final boolean NO_DISPATCH_WAIT = Boolean.getBoolean("mstar.test.noDispatchWait");
     private final RingGuard guard; // who is inside the rings: close unmaps once none is
     private static final VarHandle HANDLED = ValueLayout.JAVA_LONG.varHandle();
-    private volatile SentByPosition[] positioned = new SentByPosition[0]; // the consumers sent to by position
-    private final PositionReading positionReading = new PositionReading();
-    private final Set<UUID> kept = ConcurrentHashMap.newKeySet(); // sent by position, kept by their consumer
-    private final MailboxMessage.UuidSink keptSink = (msb, lsb) -> kept.add(new UUID(msb, lsb));
+    private final PositionReading positions = new PositionReading(); // what we sent by position, and the rule
+    private final MailboxMessage.UuidSink keptSink = positions::kept;
     private final OwnInbox ownInbox = new OwnInbox(); // used by the polling thread
 
     private ShmMailbox(Deployment deployment, MappedSegment file, Sweeper sweeper) {
@@ -252,6 +247,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      * it once handled, and its handled position says so instead, which {@link #readPositions} reads. For a sender
      * that reads this mailbox with {@code readPositions}: an endpoint.
      */
+    @Override
     public void postRecord(String toEntity, MemorySegment record, long offset, int length) {
         sendRecord(toEntity, record, offset, length, true);
     }
@@ -265,7 +261,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         try {
             if (byPosition) {
                 PeerMailbox peer = writer.writeByPosition(toEntity, record, offset, length);
-                listPositioned(peer);
+                positions.list(peer.sent);
                 delivered = peer.key();
             } else {
                 delivered = writer.writeRecord(toEntity, record, offset, length);
@@ -286,28 +282,9 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         }
     }
 
-    // Lists a consumer this mailbox sent to by position, once, for readPositions to look at.
-    private void listPositioned(PeerMailbox peer) {
-        if (!peer.sent.listed) {
-            synchronized (kept) {
-                if (!peer.sent.listed) {
-                    SentByPosition[] more = Arrays.copyOf(positioned, positioned.length + 1);
-                    more[positioned.length] = peer.sent;
-                    positioned = more;
-                    peer.sent.listed = true;
-                }
-            }
-        }
-    }
-
     /** Whether a consumer's handled position passed a tensor this mailbox sent it by position: a reader has work. */
     public boolean positionsDue() {
-        for (SentByPosition sent : positioned) {
-            if (sent.due()) {
-                return true;
-            }
-        }
-        return false;
+        return positions.due();
     }
 
     /**
@@ -316,29 +293,15 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      * polls; returns the tensors handed on.
      */
     public int readPositions(RecordListener listener) {
-        SentByPosition[] sentTo = positioned;
         ownInbox.listener = listener;
         try {
-            int handed = positionReading.read(sentTo, ownInbox, ownInbox);
-            for (SentByPosition sent : sentTo) {
-                if (sent.retired()) {
-                    unlistPositioned(sent); // the rest is its death's: the transport frees what a dead consumer held
-                }
-            }
-            return handed;
+            return positions.read(ownInbox, ownInbox);
         } finally {
             ownInbox.listener = null;
         }
     }
 
-    private void unlistPositioned(SentByPosition gone) {
-        synchronized (kept) {
-            positioned = Arrays.stream(positioned).filter(s -> s != gone).toArray(SentByPosition[]::new);
-        }
-    }
-
-    // This mailbox as the position rule reads it, and where the tensors passed go: an ACK of their consumer's,
-    // unless that consumer kept the tensor (then its message follows).
+    // This mailbox as the position rule reads it, and where the tensors passed go: an ACK of their consumer's.
     private final class OwnInbox implements PositionReading.Inbox, PositionReading.Passed {
         RecordListener listener;
         String consumer;
@@ -372,9 +335,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
 
         @Override
         public void accept(long msb, long lsb) {
-            if (kept.isEmpty() || !kept.remove(new UUID(msb, lsb))) {
-                listener.ack(consumer, msb, lsb);
-            }
+            listener.ack(consumer, msb, lsb);
         }
     }
 

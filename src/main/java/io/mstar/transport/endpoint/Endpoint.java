@@ -52,7 +52,6 @@ final class Endpoint implements TensorEndpoint {
     // time (the timer's slack), and yields handed the core to a busy neighbour for its whole time slice.
     private final MessageWait wait;
     private final BooleanSupplier outcomesToPoll;
-    private final ShmMailbox byPosition; // posts to local consumers go by position through it; null off our mailboxes
     private final ThreadLocal<MemorySegment> recordBuffers =
         ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[DescriptorCodec.MAX_RECORD_BYTES]));
     private volatile boolean sending;
@@ -66,9 +65,8 @@ final class Endpoint implements TensorEndpoint {
         this.records = channel.records();
         this.outcomes = new Outcomes(listener, deployment.config());
         this.wait = MessageWait.of(channel);
-        this.byPosition = channel instanceof RoutedMailbox routed ? routed.local() : channel instanceof ShmMailbox m ? m
-            : null;
-        this.reading = new MailboxReading(records, transport, outcomes, wait, new Incoming(this), byPosition);
+        this.reading = new MailboxReading(records, transport, outcomes, wait, new Incoming(this),
+            channel instanceof RoutedMailbox routed ? routed.local() : channel instanceof ShmMailbox m ? m : null);
         this.outcomesToPoll = () -> outcomes.waitingForPoll() || reading.positionsDue();
         if (transport instanceof ArenaTransport arena) {
             arena.publishBeside("mailbox", () -> mailbox().stats());
@@ -271,8 +269,8 @@ final class Endpoint implements TensorEndpoint {
                 outcomes.track(msb, lsb, requestId, delivery, to, null);
                 tracked = true;
             }
-            if (byPosition != null && !(channel instanceof RoutedMailbox routed && routed.isRemote(to))) {
-                byPosition.postRecord(to, record, 0, length); // its consumer's handled position tells it was handled
+            if (reading.readsPositions()) { // no ACK comes back: the consumer's handled position says it
+                records.postRecord(to, record, 0, length);
             } else {
                 records.sendDescriptorRecord(to, record, 0, length);
             }
@@ -285,10 +283,9 @@ final class Endpoint implements TensorEndpoint {
             }
         }
         if (DescriptorCodec.nbytes(record, 0) < SENDER_READS_ACKS_BELOW) {
-            // After a small tensor the sender takes the ACKs already waiting (unless the application polls):
-            // handing each to the ACK thread costs as much as applying it. After a large one it does not: a
-            // sender busy filling leaves its ACKs to the ACK thread, which then stays awake for the moment the
-            // sender waits on them (measured: 64 KiB and up were slower with the sender reading).
+            // After a small tensor the sender takes the ACKs and positions already there (unless the application
+            // polls): handing each to the ACK thread costs as much as applying it. A sender busy filling large ones
+            // leaves them to the ACK thread, awake then for the moment it waits (measured: 64 KiB and up were slower).
             reading.readAcksIfIdle();
         }
         return lsb;

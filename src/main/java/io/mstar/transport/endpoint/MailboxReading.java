@@ -13,13 +13,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.BooleanSupplier;
 
 /**
  * Who reads an endpoint's mailbox, and how its handlers get their tensors.
@@ -43,16 +39,6 @@ final class MailboxReading {
     static final int APPLICATION_TELLS = 64;
     /** The most messages close reads for ACKs: one pass over a full ring's worth, not a stream that goes on. */
     private static final int CLOSE_READS = 4096;
-    /**
-     * Test-only seam: {@code -Dmstar.test.handlersHoldTheMailbox=true} runs the handlers under the reading lock, as
-     * this class once did, so the usage campaign can show a stage whose handler waits on its own window stuck.
-     */
-    static final boolean HANDLERS_HOLD_THE_MAILBOX = Boolean.getBoolean("mstar.test.handlersHoldTheMailbox");
-    /**
-     * Test-only seam: {@code -Dmstar.test.errorDropsItsPoll=true} drops the rest of a poll, and the ACKs it gathered,
-     * when a handler throws an Error, as this class once did, so the usage campaign can show it finds them untold.
-     */
-    static final boolean ERROR_DROPS_ITS_POLL = Boolean.getBoolean("mstar.test.errorDropsItsPoll");
 
     private final TensorChannel.Records records;
     private final TensorTransport transport;
@@ -62,13 +48,11 @@ final class MailboxReading {
     private final ShmMailbox local; // told while a handler runs, so that its close waits for it; null off our mailboxes
     private final ReentrantLock reading = new ReentrantLock();
     private final ReentrantLock handling = new ReentrantLock();
-    private final ArrayDeque<Parked> parked = new ArrayDeque<>(); // guarded by reading
+    private final ParkedRecords parked = new ParkedRecords(); // guarded by reading
     private final Reader reader = new Reader(); // guarded by reading
     private final RecordBatch batch = new RecordBatch(); // guarded by handling
-    private final List<String> toWake = new ArrayList<>(); // producers to wake after the handlers; guarded by handling
+    private final PositionTelling positions; // the handling thread's and the reading lock holder's
     private final Incoming incoming; // guarded by handling
-    private volatile boolean anyParked; // whether parked holds records: a thread in receive need not sleep
-    private final BooleanSupplier recordsParked = () -> anyParked; // made once: a wait allocates nothing
     // How many times a thread with a handler polled, and when another thread last saw that count move: the
     // application's poll reads no clock, and the ACK thread reads none while the application never polls.
     private volatile long appPolls;
@@ -83,6 +67,7 @@ final class MailboxReading {
                    Incoming incoming, ShmMailbox local) {
         this.records = records;
         this.local = local;
+        this.positions = new PositionTelling(local);
         this.transport = transport;
         this.outcomes = outcomes;
         this.wait = wait;
@@ -104,12 +89,7 @@ final class MailboxReading {
             reading.lock();
             try {
                 appPolls = appPolls + 1; // under the reading lock: one writer at a time
-                while (read < limit && !parked.isEmpty()) {
-                    Parked p = parked.poll();
-                    batch.add(p.from(), MemorySegment.ofArray(p.record()), 0, p.record().length, p.end());
-                    read++;
-                }
-                anyParked = !parked.isEmpty();
+                read += parked.moveTo(batch, limit);
                 if (read < limit) {
                     reader.batch = batch;
                     try {
@@ -118,16 +98,16 @@ final class MailboxReading {
                         reader.batch = null;
                     }
                 }
-                readPositions();
+                positions.read(reader);
             } finally {
-                if (!HANDLERS_HOLD_THE_MAILBOX) {
+                if (!ReadingSeams.HANDLERS_HOLD_THE_MAILBOX) {
                     unlockReading(0); // told once the handlers ran: a listener may poll then
                 }
             }
             try {
                 handOver(handler);
             } finally {
-                if (HANDLERS_HOLD_THE_MAILBOX) {
+                if (ReadingSeams.HANDLERS_HOLD_THE_MAILBOX) {
                     unlockReading(0);
                 }
             }
@@ -157,17 +137,17 @@ final class MailboxReading {
                 dispatch(batch.from(i), batch.records(), batch.at(i), batch.length(i), batch.end(i), handler);
             }
         } catch (Throwable e) { // a handler's Error: its tensor is ACKed, the poll's later ones wait for the next poll
-            if (!ERROR_DROPS_ITS_POLL) {
+            if (!ReadingSeams.ERROR_DROPS_ITS_POLL) {
                 parkFrom(i + 1);
             }
             throw e;
         } finally {
             handlersSince = 0;
             try {
-                if (!ERROR_DROPS_ITS_POLL || i == batch.size()) {
+                if (!ReadingSeams.ERROR_DROPS_ITS_POLL || i == batch.size()) {
                     gathered.send();
                 }
-                wakeProducers();
+                positions.wakeProducers();
             } finally {
                 if (local != null) {
                     local.handlerRuns(false);
@@ -180,11 +160,7 @@ final class MailboxReading {
     private void parkFrom(int first) {
         reading.lock();
         try {
-            for (int k = batch.size() - 1; k >= first; k--) {
-                parked.addFirst(new Parked(batch.from(k),
-                    batch.records().asSlice(batch.at(k), batch.length(k)).toArray(ValueLayout.JAVA_BYTE), batch.end(k)));
-            }
-            anyParked = !parked.isEmpty();
+            parked.parkFrom(batch, first);
         } finally {
             reading.unlock(); // nothing decided here: no telling
         }
@@ -207,16 +183,14 @@ final class MailboxReading {
 
     /** Refuses the records parked for a poll that will not come (the endpoint closes): their producers hear at once. */
     private void refuseParked() {
-        List<Parked> unhanded;
+        List<ParkedRecords.Parked> unhanded;
         reading.lock();
         try {
-            unhanded = List.copyOf(parked);
-            parked.clear();
-            anyParked = false;
+            unhanded = parked.takeAll();
         } finally {
             reading.unlock();
         }
-        for (Parked p : unhanded) {
+        for (ParkedRecords.Parked p : unhanded) {
             refuse(p.from(), MemorySegment.ofArray(p.record()), 0, p.record().length);
         }
     }
@@ -230,7 +204,7 @@ final class MailboxReading {
 
     /** Waits until a message may wait, a record was parked, or the timeout passes. */
     void awaitRecord(long timeoutNs) {
-        wait.awaitMessage(timeoutNs, recordsParked, true);
+        wait.awaitMessage(timeoutNs, parked.anyParked, true);
     }
 
     // Hands one record's tensor to the handler, then ACKs it; refuses it when its slot was reused under the read or
@@ -257,13 +231,13 @@ final class MailboxReading {
             boolean quick = now - handlerStarted < GatheredAcks.QUICK_NS;
             handlerStarted = now;
             boolean whole = DescriptorCodec.recordLength(record, at, length) == length;
-            boolean byPosition = whole && local != null && DescriptorCodec.byPosition(record, at);
+            boolean byPosition = whole && positions.byPosition(record, at);
             // A kept tensor (even one whose handler threw after keep()) is ACKed when its view closes.
             if (!incoming.keptOrAcked() && whole) {
                 long msb = DescriptorCodec.uuidMsb(record, at);
                 long lsb = DescriptorCodec.uuidLsb(record, at);
                 if (byPosition && !refused) {
-                    wakeLater(from); // handled: the position says so
+                    positions.handled(from); // the position says so
                 } else if (quick && !refused && DescriptorCodec.nbytes(record, at) <= GatheredAcks.SMALL_BYTES) {
                     gathered.add(from, msb, lsb, now);
                 } else {
@@ -271,47 +245,20 @@ final class MailboxReading {
                     ack(from, msb, lsb, refused);
                 }
             } else if (byPosition && incoming.kept()) {
-                kept(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at));
+                positions.kept(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at));
             }
-            if (end > 0 && local != null) {
-                local.handled(end); // after the refusal or kept message it may have needed: they go first
-            }
+            positions.messageHandled(end); // after the refusal or kept message it needed: they go first
         }
-    }
-
-    // Tells a producer that sent by position that its tensor is kept past the handler (its ACK comes at the release).
-    private void kept(String producer, long msb, long lsb) {
-        try {
-            local.sendKept(producer, msb, lsb);
-        } catch (PeerUnavailableException e) {
-            LOG.debug("kept not told, its producer is gone: {}", e.getMessage());
-        }
-    }
-
-    // Rings, once per poll, the doorbell of each producer whose tensors sent by position this poll handled.
-    private void wakeLater(String producer) {
-        if (!toWake.contains(producer)) {
-            toWake.add(producer);
-        }
-    }
-
-    private void wakeProducers() {
-        for (int k = 0; k < toWake.size(); k++) {
-            local.wakeProducer(toWake.get(k));
-        }
-        toWake.clear();
     }
 
     /** Whether a consumer's handled position passed a tensor sent by position here: a reader of ours has work. */
     boolean positionsDue() {
-        return local != null && local.positionsDue();
+        return positions.due();
     }
 
-    // Applies the handled positions of the consumers we sent to by position; the reading lock is held.
-    private void readPositions() {
-        if (local != null) {
-            local.readPositions(reader);
-        }
+    /** Whether this endpoint learns from its consumers' handled positions (it reads our own mailbox). */
+    boolean readsPositions() {
+        return local != null;
     }
 
     /** What the handlers running now have run for, for the stall's WARN; null when none runs. */
@@ -347,7 +294,7 @@ final class MailboxReading {
         }
         try {
             int read = records.pollRecords(reader, 64);
-            readPositions();
+            positions.read(reader);
             return read;
         } finally {
             unlockReading(APPLICATION_TELLS);
@@ -360,7 +307,7 @@ final class MailboxReading {
             try {
                 appPolls = appPolls + 1; // the application reads: the ACK thread stands aside
                 records.pollRecords(reader, 64);
-                readPositions();
+                positions.read(reader);
             } finally {
                 unlockReading(0); // the poll tells, up to its limit
             }
@@ -386,7 +333,7 @@ final class MailboxReading {
             return AckThread.BUSY;
         }
         try {
-            readPositions();
+            positions.read(reader);
             return records.pollRecords(reader, 1);
         } finally {
             unlockReading(Integer.MAX_VALUE);
@@ -407,7 +354,7 @@ final class MailboxReading {
                         Thread.onSpinWait();
                         read = records.pollRecords(reader, 64);
                     }
-                    readPositions();
+                    positions.read(reader);
                 } finally {
                     unlockReading(closing ? 0 : APPLICATION_TELLS); // close tells them all, with the CLOSED ones
                 }
@@ -442,7 +389,7 @@ final class MailboxReading {
             || outcomes.waitingForPoll())) {
             wait.wake(); // the ACK thread tells what is left; a thread in awaitOutcomes takes those told when polled
         }
-        if (anyParked) {
+        if (parked.any()) {
             wait.wake(); // a record the ACK thread took waits for a thread in receive
         }
     }
@@ -474,8 +421,7 @@ final class MailboxReading {
             if (batch != null) {
                 batch.add(from, record, offset, length, 0);
             } else {
-                parked.add(new Parked(from, record.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE), 0));
-                anyParked = true;
+                parked.add(from, record, offset, length);
             }
         }
 
@@ -483,9 +429,8 @@ final class MailboxReading {
         public void endOfMessage(long ringPosition) { // the message's last record moves the position once handled
             if (batch != null) {
                 batch.endsMessage(ringPosition);
-            } else if (!parked.isEmpty()) {
-                Parked last = parked.pollLast();
-                parked.addLast(new Parked(last.from(), last.record(), ringPosition));
+            } else {
+                parked.endsMessage(ringPosition);
             }
         }
 
@@ -501,8 +446,5 @@ final class MailboxReading {
                 + " there (counted in its mailbox's badMessages), or it closed before handing it over");
             transport.records().refused(from, msb, lsb);
         }
-    }
-
-    private record Parked(String from, byte[] record, long end) {
     }
 }

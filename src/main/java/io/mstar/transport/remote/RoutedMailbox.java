@@ -83,9 +83,13 @@ public final class RoutedMailbox implements TensorChannel, TensorChannel.Records
         }
     }
 
-    /** Whether sends to {@code entity} go to another node (else through the local mailbox). */
-    public boolean isRemote(String entity) {
-        return remote.isRemote(entity);
+    @Override
+    public void postRecord(String toEntity, MemorySegment record, long offset, int length) {
+        if (remote.isRemote(toEntity)) {
+            sendDescriptorRecord(toEntity, record, offset, length); // another node ACKs by message
+        } else {
+            local.postRecord(toEntity, record, offset, length);
+        }
     }
 
     @Override

@@ -85,7 +85,7 @@ class PositionReadingModelCheckTest {
             sent.add(1, 1, -1);
             sent.add(2, 2, -2);
             PositionReading reading = new PositionReading(tailFirst);
-            SentByPosition[] consumers = {sent};
+            reading.list(sent);
             Thread consumer = new Thread(() -> {
                 inbox.tail = inbox.tail + 1; // the refusal of tensor 1, claimed then published
                 inbox.published = 1;
@@ -94,8 +94,8 @@ class PositionReadingModelCheckTest {
             Throwable[] thrown = new Throwable[1];
             Thread producer = new Thread(() -> {
                 try {
-                    reading.read(consumers, inbox, inbox);
-                    reading.read(consumers, inbox, inbox);
+                    reading.read(inbox, inbox);
+                    reading.read(inbox, inbox);
                 } catch (Throwable e) {
                     thrown[0] = e;
                 }
@@ -109,7 +109,7 @@ class PositionReadingModelCheckTest {
                 throw new AssertionError(e);
             }
             assertEquals(null, thrown[0], "the producer's reads threw");
-            reading.read(consumers, inbox, inbox); // what a later read learns
+            reading.read(inbox, inbox); // what a later read learns
             assertEquals("REFUSED", inbox.decided.get(1L), "the refused tensor is never told delivered");
             assertEquals("DELIVERED", inbox.decided.get(2L));
         });

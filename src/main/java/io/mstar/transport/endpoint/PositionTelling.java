@@ -1,0 +1,78 @@
+package io.mstar.transport.endpoint;
+
+import io.mstar.transport.TensorChannel;
+import io.mstar.transport.channel.ShmMailbox;
+import io.mstar.transport.codec.DescriptorCodec;
+import io.mstar.transport.exceptions.PeerUnavailableException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * An endpoint's side of delivery by position (docs/format.md, 12a). As a consumer: a tensor sent by position needs
+ * no ACK once handled; one kept past its handler is told with a kept message; each message's end moves the handled
+ * position once its records were handled; and each producer so served is woken once per poll. As a producer: what
+ * the consumers' positions passed is read with the mailbox ({@link ShmMailbox#readPositions}). Does nothing off our
+ * mailboxes ({@code mailbox} null).
+ */
+final class PositionTelling {
+    private static final Logger LOG = LoggerFactory.getLogger(PositionTelling.class);
+
+    private final ShmMailbox mailbox;
+    private final List<String> toWake = new ArrayList<>(); // producers to wake after the handlers; used by the handling thread
+
+    PositionTelling(ShmMailbox mailbox) {
+        this.mailbox = mailbox;
+    }
+
+    /** Whether a whole, validated-on-receive record was sent by position to this consumer. */
+    boolean byPosition(MemorySegment record, long at) {
+        return mailbox != null && DescriptorCodec.byPosition(record, at);
+    }
+
+    /** A tensor sent by position was handled: its producer is woken after the poll to read our position. */
+    void handled(String producer) {
+        if (!toWake.contains(producer)) {
+            toWake.add(producer);
+        }
+    }
+
+    /** A tensor sent by position is kept past its handler: its producer hears so before our position passes it. */
+    void kept(String producer, long msb, long lsb) {
+        try {
+            mailbox.sendKept(producer, msb, lsb);
+        } catch (PeerUnavailableException e) {
+            LOG.debug("kept not told, its producer is gone: {}", e.getMessage());
+        }
+    }
+
+    /** The records of a message ending at {@code end} were handled, and the messages they needed sent. */
+    void messageHandled(long end) {
+        if (end > 0 && mailbox != null) {
+            mailbox.handled(end);
+        }
+    }
+
+    /** Wakes the producers this poll handled tensors of by position, once each. */
+    void wakeProducers() {
+        for (int k = 0; k < toWake.size(); k++) {
+            mailbox.wakeProducer(toWake.get(k));
+        }
+        toWake.clear();
+    }
+
+    /** Whether a consumer's handled position passed a tensor we sent by position: a reader of ours has work. */
+    boolean due() {
+        return mailbox != null && mailbox.positionsDue();
+    }
+
+    /** Takes what the consumers' positions passed, as their ACKs; the mailbox's reading lock is held. */
+    void read(TensorChannel.RecordListener reader) {
+        if (mailbox != null) {
+            mailbox.readPositions(reader);
+        }
+    }
+}
