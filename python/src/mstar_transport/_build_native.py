@@ -19,7 +19,8 @@ int mst_ofd_lock(int fd, int64_t start, int64_t length, int lock_type);
 int mst_ofd_locked(int fd, int64_t start, int64_t length);
 void mst_copy(uintptr_t to, uintptr_t from, int64_t length);
 void mst_zero(uintptr_t address, int64_t length);
-int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length);
+int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length,
+                   int64_t *end);
 int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out, int32_t out_capacity,
                   int32_t limit, int32_t *records);
 int mst_guard_install(void);
@@ -174,13 +175,20 @@ int mst_guarded_stamp(uintptr_t a, int64_t msb, int64_t lsb, uintptr_t *fault) {
 #define HEAD 384
 #define HEADER 8
 #define PADDING_TYPE (-1)
+#define LAST_TYPE 4 /* 1 descriptors, 2 ACKs, 3 refusals, 4 kept */
+#define OUT_HEADER 16 /* what mst_ring_read puts before each message: i32 type, i32 length, i64 end position */
 #define ALIGN8(n) (((n) + 7) & ~7)
 
 static int32_t *word32(uintptr_t ring, int32_t index) { return (int32_t *) (ring + (uint32_t) index); }
 static int64_t *word64(uintptr_t ring, int32_t capacity, int32_t field) { return (int64_t *) (ring + (uint32_t) capacity + field); }
 
-/* Writes one record as Agrona's ManyToOneRingBuffer.write does: 1 written, 0 no room now, -1 too long. */
-int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length) {
+/*
+ * Writes one record as Agrona's ManyToOneRingBuffer.write does: 1 written, 0 no room now, -1 too long. On 1, *end is
+ * the record's end position (docs/format.md, section 7): the claimed tail plus any padding plus its aligned length,
+ * which the reader's handled position passes once it handled the record (section 12a).
+ */
+int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length,
+                   int64_t *end) {
     if (length < 0 || length > capacity / 8 || type < 1) return -1;
     int32_t record_length = length + HEADER;
     int32_t required = ALIGN8(record_length);
@@ -225,11 +233,12 @@ int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t
     memcpy((void *) (ring + (uint32_t) tail_index + HEADER), message, (size_t) length);
     *word32(ring, tail_index + 4) = type;
     __atomic_store_n(word32(ring, tail_index), record_length, __ATOMIC_RELEASE);
+    *end = tail + padding + required;
     return 1;
 }
 
 static int known_type(int32_t type, int32_t length) {
-    return (type >= 1 && type <= 3) || type == PADDING_TYPE || (length < 0 && type == 0);
+    return (type >= 1 && type <= LAST_TYPE) || type == PADDING_TYPE || (length < 0 && type == 0);
 }
 
 static int fits(int64_t length, int64_t remaining) {
@@ -246,11 +255,12 @@ static int32_t next_header(uintptr_t ring, int32_t from, int32_t end) {
 }
 
 /*
- * Reads published records as the JVM's RingReader does, believing no length: records of types 1..3 are copied to
- * `out` as (i32 type, i32 length, bytes padded to 8); padding and unknown types are skipped; garbage is stepped
- * over to the next possible header. Read space is zeroed and the head released. state: [0] the reader's own head,
- * [1] 1 while a resync stopped on zeros, [2] records skipped, [3] bytes skipped. Returns the bytes written to
- * `out`; *records, how many records.
+ * Reads published records as the JVM's RingReader does, believing no length: records of types 1..4 are copied to
+ * `out` as (i32 type, i32 length, i64 end position, bytes padded to 8), the end position being the head just past
+ * the record (what the handled position passes, section 12a); padding and unknown types are skipped; garbage is
+ * stepped over to the next possible header. Read space is zeroed and the head released. state: [0] the reader's
+ * own head, [1] 1 while a resync stopped on zeros, [2] records skipped, [3] bytes skipped. Returns the bytes written
+ * to `out`; *records, how many records.
  */
 int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out, int32_t out_capacity,
                   int32_t limit, int32_t *records) {
@@ -287,13 +297,15 @@ int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out
             read += q - index;
             continue;
         }
-        if (type >= 1 && type <= 3) {
-            if (written + 8 + ALIGN8(length - HEADER) > out_capacity) break; /* the rest next time */
+        if (type >= 1 && type <= LAST_TYPE) {
+            if (written + OUT_HEADER + ALIGN8(length - HEADER) > out_capacity) break; /* the rest next time */
             memcpy(out + written, &type, 4);
             int32_t body = length - HEADER;
             memcpy(out + written + 4, &body, 4);
-            memcpy(out + written + 8, (const void *) (ring + (uint32_t) index + HEADER), (size_t) body);
-            written += 8 + ALIGN8(body);
+            int64_t end_position = head + read + ALIGN8(length);
+            memcpy(out + written + 8, &end_position, 8);
+            memcpy(out + written + OUT_HEADER, (const void *) (ring + (uint32_t) index + HEADER), (size_t) body);
+            written += OUT_HEADER + ALIGN8(body);
             (*records)++;
         } else if (type != PADDING_TYPE) {
             state[2]++; state[3] += ALIGN8(length);
