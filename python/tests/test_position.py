@@ -7,6 +7,7 @@ import os
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -210,6 +211,54 @@ def test_a_kept_message_waiting_for_room_holds_the_position_back(shm_env):
         kept.clear()
         consumer.receive(lambda t: None, timeout=0.1)
         assert [(o.uuid_lsb, o.failure) for o in producer.await_outcomes(1, 5)] == [(lsb, None)]
+
+
+def test_the_position_never_passes_a_record_left_for_a_later_pass(shm_env):
+    with Endpoint.open(DEPLOYMENT, "consumer", env=shm_env) as consumer, \
+            Endpoint.open(DEPLOYMENT, "producer", env=shm_env) as producer:
+        lsbs = [producer.post("consumer", str(i), np.zeros(16, np.uint8)) for i in range(3)]
+        ends = [producer.in_flight[k].position for k in producer.in_flight]
+        assert consumer.receive(lambda t: None, timeout=5, limit=1) == 1
+        assert ends[0] <= consumer.mailbox.handled < ends[1]
+        assert [o.uuid_lsb for o in producer.await_outcomes(3, 0.5)] == lsbs[:1]
+        assert consumer.receive(lambda t: None, timeout=5, limit=2) == 2
+        assert consumer.mailbox.handled == ends[2]
+        assert [o.uuid_lsb for o in producer.await_outcomes(2, 5)] == lsbs[1:]
+
+
+def test_the_position_waits_for_a_handler_running_on_another_thread(shm_env):
+    """Two threads receive at once: the second record's handler returns first, but the position passes it only
+    once the first record's handler (still running) returned, and the waiting producer is woken by the doorbell."""
+    first_in, release = threading.Event(), threading.Event()
+    with Endpoint.open(DEPLOYMENT, "consumer", env=shm_env) as consumer, \
+            Endpoint.open(DEPLOYMENT, "producer", env=shm_env) as producer:
+        lsbs = [producer.post("consumer", str(i), np.zeros(16, np.uint8)) for i in range(2)]
+        ends = [producer.in_flight[k].position for k in producer.in_flight]
+
+        def slow(tensor):
+            first_in.set()
+            release.wait(10)
+
+        first = threading.Thread(target=lambda: consumer.receive(slow, timeout=5, limit=1))
+        first.start()
+        try:
+            assert first_in.wait(5)
+            assert consumer.receive(lambda t: None, timeout=5, limit=1) == 1  # the second record, handled
+            assert consumer.mailbox.handled < ends[0]
+            assert producer.await_outcomes(1, 0.3) == []
+            told = []
+            waiter = threading.Thread(target=lambda: told.extend(producer.await_outcomes(2, 10)))
+            waiter.start()
+            time.sleep(0.2)  # the producer asleep on its doorbell
+            start = time.monotonic()
+            release.set()
+            waiter.join(10)
+            assert time.monotonic() - start < 0.5, "woken by the consumer's doorbell, not its 1 s wait (0.8 s here)"
+            assert consumer.mailbox.handled == ends[1]
+            assert sorted(o.uuid_lsb for o in told) == sorted(lsbs) and {o.failure for o in told} == {None}
+        finally:
+            release.set()
+            first.join(10)
 
 
 def _fake_mailbox(shm_env, entity, version):
