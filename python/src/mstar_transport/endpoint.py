@@ -672,7 +672,11 @@ class Endpoint:
         for consumer_key, remembered in self._positions.items():
             peer = self.peers.get(consumer_key[0])
             if peer is not None and peer.incarnation == consumer_key[1] and peer.fd >= 0:
-                handled[consumer_key] = peer.handled()
+                h = peer.handled()
+                if remembered and h >= remembered[0][0]:
+                    handled[consumer_key] = h
+                else:
+                    self._seen_handled[consumer_key] = h  # it reached none of them: nothing to decide
         if not handled:
             return
         tail = self.mailbox.tail()
