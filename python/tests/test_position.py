@@ -26,9 +26,9 @@ def _record_types(endpoint):
     types = []
     read = endpoint._message
 
-    def recording(mtype, body, end):
+    def recording(mtype, decoded, end):
         types.append(mtype)
-        read(mtype, body, end)
+        read(mtype, decoded, end)
 
     endpoint._message = recording
     return types

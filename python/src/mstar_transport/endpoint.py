@@ -787,9 +787,9 @@ class Endpoint:
         """Reads what waits in the mailbox (the lock held): descriptors wait for a handler, ACKs decide outcomes. Also
         called while a write waits for room in a peer's ring, so that two endpoints writing to each other never
         stall."""
-        messages = self.mailbox.read(64)
-        for mtype, body, end in messages:
-            self._message(mtype, body, end)
+        messages = self.mailbox.read_decoded(64)
+        for mtype, decoded, end in messages:
+            self._message(mtype, decoded, end)
         if messages:
             self._event()
 
@@ -833,14 +833,15 @@ class Endpoint:
             with self._lock:
                 self._sleepers -= 1
 
-    def _message(self, mtype: int, body: bytes, end: int):
+    def _message(self, mtype: int, decoded, end: int):
+        """One message read (decoded by Mailbox.read_decoded): descriptors wait for a handler; ACKs, refusals and kept
+        messages apply to the tensors in flight. A message whose framing failed is dropped whole and counted."""
         message = _Message(end)
         self._unpassed.append(message)  # passed once its records are handled (none: at once)
-        try:
-            sender, items = f.decode_message(mtype, body, self.ns)
-        except f.DescriptorFormatError:
+        if isinstance(decoded, f.DescriptorFormatError):
             self.stats["bad_descriptors"] += 1
             return
+        sender, items = decoded
         if mtype == f.DESCRIPTORS:
             for d in items:
                 if isinstance(d, f.DescriptorFormatError):
