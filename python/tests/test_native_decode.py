@@ -105,3 +105,56 @@ def test_more_records_than_the_native_core_holds_are_decoded_in_python_alike(shm
         assert [(mtype, end) for mtype, _, end in got] == [(f.DESCRIPTORS, end) for end in ends]
         assert [decoded for _, decoded, _ in got] == [f.decode_message(f.DESCRIPTORS, body, NS) for body in bodies]
         assert sum(len(items) for _, (_, items), _ in got) == 1800
+
+
+def _breakers():
+    """One way to break each field of the spec's record (F16 [2, 3], arena, offset 4096), by byte."""
+    rid_at = f.SHAPE_OFFSET + 16 + 2  # requestId "req-7"
+    producer_at = rid_at + 5 + 2  # "prefill"
+    file_at = producer_at + 7 + 2
+    return {
+        "magic": [(0, 0x00)], "version": [(4, 1)], "reserved": [(6, 1)], "flags": [(15, 2)], "dtype": [(12, 99)],
+        "placement": [(13, 9)], "rank": [(14, 9)], "shape": [(48 + 7, 0x80)], "nbytes": [(32, 13)],
+        "offset": [(40 + 7, 0x80)], "requestId": [(rid_at, 0xFF)], "producer": [(producer_at, ord("/"))],
+        "fileName": [(file_at + 1, ord("S"))],
+    }
+
+
+def test_every_two_bad_fields_are_named_in_the_same_order():
+    """Each pair of fields broken at once: both decoders name the same one first (the order of section 9)."""
+    record = f.encode_descriptor(spec_descriptor())
+    breakers = _breakers()
+    named = set()
+    for a in breakers:
+        for b in breakers:
+            broken = bytearray(record)
+            for at, value in breakers[a] + breakers[b]:
+                broken[at] = value
+            sender, items = _agree(f.DESCRIPTORS, f.encode_message("prefill", 1, bytes(broken)))
+            named.add(items[0][1])
+    assert named == set(breakers), "each breaker breaks its own field"
+
+
+def test_each_part_of_a_file_name_is_judged_alike():
+    """A valid segment and spill name, and each of its parts changed in turn."""
+    parts = {"prefix": "mstar_", "ns": NS, "kind": None, "entity": "prefill", "nonce": "0a1b2c3d", "tail": None}
+    changes = {"prefix": ["mstar-", "", "Mstar_"], "ns": [f.namespace("/elsewhere"), NS[:15], NS.upper(), NS + "0"],
+               "entity": ["", ".", "..", "a.b", "a_b", "_", "x" * 64, "x" * 65, "a/b", "a b"],
+               "nonce": ["", "0A1B2C3D", "0a1b2c3", "0a1b2c3d4", "zzzzzzzz"],
+               "kind": ["arena", "spill", "stats"]}
+    tails = {"arena": ["0", "1234567890", "12345678901", "", "a", "0_1", "007"],
+             "spill": ["0123456789abcdeffedcba9876543210", "0123456789ABCDEFFEDCBA9876543210", "0" * 31, "0" * 33]}
+    accepted = 0
+    for kind, placement in (("arena", f.PLACEMENT_ARENA), ("spill", f.PLACEMENT_SPILL)):
+        names = []
+        base = dict(parts, kind=kind, tail=tails[kind][0])
+        for part, values in list(changes.items()) + [("tail", tails[kind])]:
+            for value in values:
+                p = dict(base, **{part: value})
+                names.append(f"{p['prefix']}{p['ns']}_{p['kind']}_{p['entity']}_{p['nonce']}_{p['tail']}")
+        for name in names:
+            d = f.Descriptor(**{**spec_descriptor().__dict__, "file_name": name, "placement": placement,
+                                "offset": 0 if placement == f.PLACEMENT_SPILL else 4096})
+            _, items = _agree(f.DESCRIPTORS, f.encode_message("prefill", 1, f.encode_descriptor(d)))
+            accepted += isinstance(items[0], f.Descriptor)
+    assert accepted > 10  # the valid ones, and those the changes leave valid
