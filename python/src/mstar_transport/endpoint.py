@@ -1,6 +1,8 @@
 """One worker's endpoint on the arena, as the JVM's TensorEndpoint: post tensors to entities and hear exactly one
 outcome for each; receive tensors in place, read-only and zero-copy, ACKed once the handler returned and the last
-view of the tensor is gone.
+view of the tensor is gone. Format 2 (docs/format.md, section 12a): a tensor posted to one consumer carries the
+POSITION flag and is told by the consumer's handled position instead of an ACK, unless kept past its handler (a
+kept message, then its ACK) or refused (its refusal, written before the position passes it).
 
 Threads: an endpoint may be used from several threads. One lock guards its state (the tensors in flight, the rings
 it reads and writes, the ACKs it owes); handlers and listeners run outside it. Outcomes are told one at a time,
@@ -716,7 +718,8 @@ class Endpoint:
     def receive(self, handler: Callable[[Received], None], timeout: float = 0.0, limit: int = 64) -> int:
         """Hands up to `limit` tensors to `handler`, waiting up to `timeout` seconds; returns how many it handed.
         Returns as soon as it handed one or an outcome was decided (told to the listener on this call). Each tensor
-        is ACKed once the handler returned and no view of it is left (after `keep()`, once it is closed).
+        is ACKed (or, with the POSITION flag, told by the handled position) once the handler returned and no view of
+        it is left (after `keep()`, once it is closed).
 
         A handler may raise: that tensor is done, the rest wait for the next call, and the error is raised here."""
         self._check_open()
