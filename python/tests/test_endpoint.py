@@ -221,7 +221,7 @@ def test_the_ring_wraps_with_a_padding_record(shm_env):
             for _ in range(40):  # 4 MB through a 1 MiB ring: wraps several times
                 peer.write(f.ACKS, f.encode_message("writer", 0, b""))
                 peer.write(9, payload)
-                for mtype, message in consumer.mailbox.read(64):
+                for mtype, message, _ in consumer.mailbox.read(64):
                     assert mtype == f.ACKS and message == body
             assert consumer.mailbox.skipped()[0] >= 40  # the unknown type 9, skipped by its length
             head = struct.unpack_from("<q", consumer.mailbox.file.map, f.RING_BYTES + f.HEAD_OFFSET)[0]

@@ -33,21 +33,56 @@ def test_names_are_the_specifications():
 
 def test_the_layout_constants_are_the_specifications():
     layout = golden_values("mailbox-file")
-    assert (f.RING_BYTES, f.INCARNATION_OFFSET, f.SLEEPING_OFFSET, f.WRITERS_OFFSET, f.WRITER_SLOTS,
-            f.MAILBOX_FILE_BYTES) == tuple(int(layout[k]) for k in
-                                          ("ring", "incarnation", "sleeping", "writers", "writer-slots", "file"))
-    assert (f.DESCRIPTORS, f.ACKS, f.REFUSALS) == tuple(int(layout["type-" + k]) for k in
-                                                       ("descriptors", "acks", "refusals"))
+    assert (f.RING_BYTES, f.HANDLED_OFFSET, f.INCARNATION_OFFSET, f.SLEEPING_OFFSET, f.VERSION_OFFSET,
+            f.WRITERS_OFFSET, f.WRITER_SLOTS, f.MAILBOX_FILE_BYTES) == tuple(
+        int(layout[k]) for k in ("ring", "handled", "incarnation", "sleeping", "version", "writers", "writer-slots",
+                                 "file"))
+    assert (f.DESCRIPTORS, f.ACKS, f.REFUSALS, f.KEPT) == tuple(int(layout["type-" + k]) for k in
+                                                               ("descriptors", "acks", "refusals", "kept"))
+    assert f.FLAG_POSITION == int(layout["flag-position"])
     trailer = golden_values("ring-trailer")
-    assert (f.TAIL_OFFSET, f.HEAD_CACHE_OFFSET, f.HEAD_OFFSET, f.RING_TRAILER_BYTES) == tuple(
-        int(trailer[k]) for k in ("tail", "head-cache", "head", "length"))
-    assert int(golden_values("versions")["descriptor"]) == f.DESCRIPTOR_VERSION
+    assert (f.TAIL_OFFSET, f.HEAD_CACHE_OFFSET, f.HEAD_OFFSET, f.CORRELATION_OFFSET, f.RING_TRAILER_BYTES) == tuple(
+        int(trailer[k]) for k in ("tail", "head-cache", "head", "correlation", "length"))
+    assert f.HANDLED_OFFSET == f.RING_BYTES + int(trailer["correlation"])  # the handled position is the trailer's
+    versions = golden_values("versions")
+    assert (int(versions["descriptor"]), int(versions["mailbox"])) == (f.DESCRIPTOR_VERSION, f.MAILBOX_VERSION)
 
 
 def test_the_descriptor_record_is_the_specifications():
     record = golden_bytes("descriptor-record")
     assert f.encode_descriptor(spec_descriptor()) == record
     assert f.decode_descriptor(record, 0, len(record), NS) == spec_descriptor()
+
+
+def test_the_flags_byte_carries_position_and_refuses_unknown_bits():
+    record = bytearray(golden_bytes("descriptor-record"))
+    assert record[15] == 0
+    record[15] = f.FLAG_POSITION
+    d = f.decode_descriptor(record, 0, len(record), NS)
+    assert d.flags == f.FLAG_POSITION and d.by_position
+    assert f.encode_descriptor(d) == bytes(record)
+    for bad in (2, 0x80, 0xFF):
+        record[15] = bad
+        with pytest.raises(f.DescriptorFormatError) as e:
+            f.decode_descriptor(record, 0, len(record), NS)
+        assert e.value.field == "flags"
+    record[15] = 0
+    record[6] = 1  # the u16 after the version
+    with pytest.raises(f.DescriptorFormatError) as e:
+        f.decode_descriptor(record, 0, len(record), NS)
+    assert e.value.field == "reserved"
+    record[6] = 0
+    record[4] = 1  # a format 1 record
+    with pytest.raises(f.DescriptorFormatError) as e:
+        f.decode_descriptor(record, 0, len(record), NS)
+    assert e.value.field == "version" and "found 1" in str(e.value)
+
+
+def test_a_kept_message_is_laid_out_as_acks():
+    body = f.encode_message("decode", 2, f.encode_uuids([UUID_1, UUID_2]))
+    assert f.decode_message(f.KEPT, body, NS) == ("decode", [UUID_1, UUID_2])
+    with pytest.raises(f.DescriptorFormatError):
+        f.decode_message(f.KEPT, body[:-1], NS)
 
 
 def test_the_messages_are_the_specifications():
@@ -66,16 +101,16 @@ def test_the_slot_stamp_is_the_specifications():
 
 
 descriptors = st.builds(
-    lambda msb, lsb, rid, producer, code, shape, spill, nonce, index: f.Descriptor(
+    lambda msb, lsb, rid, producer, code, shape, spill, nonce, index, flags: f.Descriptor(
         msb, lsb, rid, producer, code, tuple(shape), _nbytes(code, shape), f.PLACEMENT_SPILL if spill else
         f.PLACEMENT_ARENA,
         f.spill_name(NS, producer, nonce, uuid.UUID(int=(msb & (2**64 - 1)) << 64 | lsb & (2**64 - 1))) if spill
-        else f.segment_name(NS, producer, nonce, index), 0 if spill else 256 * index),
+        else f.segment_name(NS, producer, nonce, index), 0 if spill else 256 * index, flags),
     st.integers(-2**63, 2**63 - 1), st.integers(-2**63, 2**63 - 1),
     st.text(max_size=60).filter(lambda s: len(s.encode("utf-8")) <= 256),
     st.from_regex(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,40}", fullmatch=True),
     st.sampled_from(sorted(f.DTYPES)), st.lists(st.integers(0, 100), max_size=8), st.booleans(),
-    st.from_regex(r"[0-9a-f]{8}", fullmatch=True), st.integers(0, 10_000))
+    st.from_regex(r"[0-9a-f]{8}", fullmatch=True), st.integers(0, 10_000), st.sampled_from([0, f.FLAG_POSITION]))
 
 
 def _nbytes(code, shape):
@@ -101,14 +136,14 @@ def test_a_changed_byte_is_refused_by_name_or_decodes_to_a_valid_descriptor(d, p
     try:
         got = f.decode_descriptor(record, 0, len(record), NS)
     except f.DescriptorFormatError as e:
-        assert e.field in {"magic", "version", "reserved", "length", "dtype", "placement", "rank", "shape", "nbytes",
+        assert e.field in {"magic", "version", "reserved", "flags", "length", "dtype", "placement", "rank", "shape", "nbytes",
                            "offset", "requestId", "producer", "fileName"}
         return
     assert f.encode_descriptor(got) == bytes(record)  # what it believed is exactly what it was given
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=600), st.sampled_from([f.DESCRIPTORS, f.ACKS, f.REFUSALS, 9]))
+@given(st.binary(max_size=600), st.sampled_from([f.DESCRIPTORS, f.ACKS, f.REFUSALS, f.KEPT, 9]))
 def test_garbage_messages_raise_only_format_errors(body, mtype):
     try:
         f.decode_message(mtype, body, NS)

@@ -19,9 +19,14 @@ int mst_ofd_lock(int fd, int64_t start, int64_t length, int lock_type);
 int mst_ofd_locked(int fd, int64_t start, int64_t length);
 void mst_copy(uintptr_t to, uintptr_t from, int64_t length);
 void mst_zero(uintptr_t address, int64_t length);
-int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length);
+int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length,
+                   int64_t *end);
 int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out, int32_t out_capacity,
                   int32_t limit, int32_t *records);
+int mst_read_pass(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out, int32_t out_capacity,
+                  int32_t limit, int32_t *counts, const char *ns, int64_t *decoded, int32_t max_decoded);
+int mst_decode_pass(const uint8_t *out, int32_t written, int32_t records, const char *ns, int64_t *decoded,
+                    int32_t max_decoded, int32_t *covered);
 int mst_guard_install(void);
 int mst_guarded_copy(uintptr_t to, uintptr_t from, int64_t length, uintptr_t *fault);
 int mst_guarded_stamp(uintptr_t address, int64_t msb, int64_t lsb, uintptr_t *fault);
@@ -174,13 +179,20 @@ int mst_guarded_stamp(uintptr_t a, int64_t msb, int64_t lsb, uintptr_t *fault) {
 #define HEAD 384
 #define HEADER 8
 #define PADDING_TYPE (-1)
+#define LAST_TYPE 4 /* 1 descriptors, 2 ACKs, 3 refusals, 4 kept */
+#define OUT_HEADER 16 /* what mst_ring_read puts before each message: i32 type, i32 length, i64 end position */
 #define ALIGN8(n) (((n) + 7) & ~7)
 
 static int32_t *word32(uintptr_t ring, int32_t index) { return (int32_t *) (ring + (uint32_t) index); }
 static int64_t *word64(uintptr_t ring, int32_t capacity, int32_t field) { return (int64_t *) (ring + (uint32_t) capacity + field); }
 
-/* Writes one record as Agrona's ManyToOneRingBuffer.write does: 1 written, 0 no room now, -1 too long. */
-int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length) {
+/*
+ * Writes one record as Agrona's ManyToOneRingBuffer.write does: 1 written, 0 no room now, -1 too long. On 1, *end is
+ * the record's end position (docs/format.md, section 7): the claimed tail plus any padding plus its aligned length,
+ * which the reader's handled position passes once it handled the record (section 12a).
+ */
+int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t *message, int32_t length,
+                   int64_t *end) {
     if (length < 0 || length > capacity / 8 || type < 1) return -1;
     int32_t record_length = length + HEADER;
     int32_t required = ALIGN8(record_length);
@@ -225,11 +237,12 @@ int mst_ring_write(uintptr_t ring, int32_t capacity, int32_t type, const uint8_t
     memcpy((void *) (ring + (uint32_t) tail_index + HEADER), message, (size_t) length);
     *word32(ring, tail_index + 4) = type;
     __atomic_store_n(word32(ring, tail_index), record_length, __ATOMIC_RELEASE);
+    *end = tail + padding + required;
     return 1;
 }
 
 static int known_type(int32_t type, int32_t length) {
-    return (type >= 1 && type <= 3) || type == PADDING_TYPE || (length < 0 && type == 0);
+    return (type >= 1 && type <= LAST_TYPE) || type == PADDING_TYPE || (length < 0 && type == 0);
 }
 
 static int fits(int64_t length, int64_t remaining) {
@@ -246,11 +259,12 @@ static int32_t next_header(uintptr_t ring, int32_t from, int32_t end) {
 }
 
 /*
- * Reads published records as the JVM's RingReader does, believing no length: records of types 1..3 are copied to
- * `out` as (i32 type, i32 length, bytes padded to 8); padding and unknown types are skipped; garbage is stepped
- * over to the next possible header. Read space is zeroed and the head released. state: [0] the reader's own head,
- * [1] 1 while a resync stopped on zeros, [2] records skipped, [3] bytes skipped. Returns the bytes written to
- * `out`; *records, how many records.
+ * Reads published records as the JVM's RingReader does, believing no length: records of types 1..4 are copied to
+ * `out` as (i32 type, i32 length, i64 end position, bytes padded to 8), the end position being the head just past
+ * the record (what the handled position passes, section 12a); padding and unknown types are skipped; garbage is
+ * stepped over to the next possible header. Read space is zeroed and the head released. state: [0] the reader's
+ * own head, [1] 1 while a resync stopped on zeros, [2] records skipped, [3] bytes skipped. Returns the bytes written
+ * to `out`; *records, how many records.
  */
 int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out, int32_t out_capacity,
                   int32_t limit, int32_t *records) {
@@ -287,13 +301,15 @@ int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out
             read += q - index;
             continue;
         }
-        if (type >= 1 && type <= 3) {
-            if (written + 8 + ALIGN8(length - HEADER) > out_capacity) break; /* the rest next time */
+        if (type >= 1 && type <= LAST_TYPE) {
+            if (written + OUT_HEADER + ALIGN8(length - HEADER) > out_capacity) break; /* the rest next time */
             memcpy(out + written, &type, 4);
             int32_t body = length - HEADER;
             memcpy(out + written + 4, &body, 4);
-            memcpy(out + written + 8, (const void *) (ring + (uint32_t) index + HEADER), (size_t) body);
-            written += 8 + ALIGN8(body);
+            int64_t end_position = head + read + ALIGN8(length);
+            memcpy(out + written + 8, &end_position, 8);
+            memcpy(out + written + OUT_HEADER, (const void *) (ring + (uint32_t) index + HEADER), (size_t) body);
+            written += OUT_HEADER + ALIGN8(body);
             (*records)++;
         } else if (type != PADDING_TYPE) {
             state[2]++; state[3] += ALIGN8(length);
@@ -307,6 +323,210 @@ int mst_ring_read(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out
         state[0] = head;
         __atomic_store_n(word64(ring, capacity, HEAD), head, __ATOMIC_RELEASE);
     }
+    return written;
+}
+
+/*
+ * The descriptors messages of a pass, decoded and checked here rather than in Python: the same checks, in the same
+ * order, naming the same first bad field as format.py's decode_message and decode_descriptor (docs/format.md,
+ * sections 8 and 9; the tests hold the two to each other). Each record is DECODED_WORDS int64s: msb, lsb, nbytes,
+ * offset, shape[8], message (its message's index in the pass), error (0, a FIELD_* code, or FRAMING: the message's
+ * framing failed and none of it is believed), then the offsets in `out` and lengths of requestId, producer and
+ * fileName, dtype, placement, rank, flags.
+ */
+#define DECODED_WORDS 24
+#define SHAPE_AT 48
+#define MAX_RANK 8
+#define MAX_RECORD (SHAPE_AT + 8 * MAX_RANK + 3 * (2 + 256))
+#define FRAMING (-1)
+enum { FIELD_MAGIC = 1, FIELD_VERSION, FIELD_RESERVED, FIELD_FLAGS, FIELD_LENGTH, FIELD_DTYPE, FIELD_PLACEMENT,
+       FIELD_RANK, FIELD_SHAPE, FIELD_NBYTES, FIELD_OFFSET, FIELD_REQUEST_ID, FIELD_PRODUCER, FIELD_FILE_NAME };
+static const int64_t ITEM_BYTES[15] = {0, 4, 2, 2, 8, 1, 1, 2, 4, 8, 1, 1, 1, 1, 1};
+
+static int entity_char(uint8_t c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.'
+        || c == '-';
+}
+
+static int entity(const uint8_t *s, int32_t n) {
+    if (n < 1 || n > 64 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) return 0;
+    for (int32_t i = 0; i < n; i++) if (!entity_char(s[i])) return 0;
+    return 1;
+}
+
+static int lower_hex(const uint8_t *s, int32_t n) {
+    for (int32_t i = 0; i < n; i++) if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* Python's strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static int utf8(const uint8_t *s, int32_t n) {
+    int32_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        int32_t more;
+        uint8_t low = 0x80, high = 0xBF;
+        if (c < 0x80) { i++; continue; }
+        else if (c >= 0xC2 && c <= 0xDF) more = 1;
+        else if (c == 0xE0) { more = 2; low = 0xA0; }
+        else if (c >= 0xE1 && c <= 0xEC) more = 2;
+        else if (c == 0xED) { more = 2; high = 0x9F; }
+        else if (c >= 0xEE && c <= 0xEF) more = 2;
+        else if (c == 0xF0) { more = 3; low = 0x90; }
+        else if (c >= 0xF1 && c <= 0xF3) more = 3;
+        else if (c == 0xF4) { more = 3; high = 0x8F; }
+        else return 0;
+        if (i + more > n - 1) return 0; /* truncated */
+        if (s[i + 1] < low || s[i + 1] > high) return 0;
+        for (int32_t k = 2; k <= more; k++) if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
+        i += more + 1;
+    }
+    return 1;
+}
+
+/* A segment (or spill file) name of namespace ns, as format.py's is_ours: parsed from both ends (section 2). */
+static int ours(const char *ns, const uint8_t *s, int32_t n, int spill) {
+    if (n < 29 || memcmp(s, "mstar_", 6) != 0 || memcmp(s + 6, ns, 16) != 0 || !lower_hex(s + 6, 16)) return 0;
+    if (memcmp(s + 22, spill ? "_spill_" : "_arena_", 7) != 0) return 0;
+    int32_t entity_end;
+    if (spill) {
+        if (n < 29 + 1 + 1 + 8 + 1 + 32 || !lower_hex(s + n - 32, 32) || s[n - 33] != '_') return 0;
+        entity_end = n - 33 - 9;
+    } else {
+        int32_t q = n - 1;
+        while (q >= 29 && s[q] >= '0' && s[q] <= '9') q--;
+        int32_t digits = n - 1 - q;
+        if (digits < 1 || digits > 10 || q < 29 || s[q] != '_') return 0;
+        entity_end = q - 9;
+    }
+    if (entity_end < 30 || s[entity_end] != '_' || !lower_hex(s + entity_end + 1, 8)) return 0;
+    return entity(s + 29, entity_end - 29);
+}
+
+static int64_t i64_at(const uint8_t *p) { int64_t v; memcpy(&v, p, 8); return v; }
+static uint32_t u32_at(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint16_t u16_at(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+
+/* One record of `length` bytes at `at` of `out` (its message's checks passed): its fields and first bad field. */
+static void decode_record(const uint8_t *out, int32_t at, int32_t length, const char *ns, int64_t *d) {
+    const uint8_t *r = out + at;
+    memset(d, 0, DECODED_WORDS * 8);
+    int64_t *error = &d[13];
+    if (length < SHAPE_AT) { *error = FIELD_LENGTH; return; }
+    if (u32_at(r) != 0x4454534D) { *error = FIELD_MAGIC; return; }
+    if (u16_at(r + 4) != 2) { *error = FIELD_VERSION; return; }
+    if (u16_at(r + 6) != 0) { *error = FIELD_RESERVED; return; }
+    uint8_t dtype = r[12], placement = r[13], rank = r[14], flags = r[15];
+    if (flags & ~1) { *error = FIELD_FLAGS; return; }
+    if (u32_at(r + 8) != (uint32_t) length) { *error = FIELD_LENGTH; return; }
+    if (dtype < 1 || dtype > 14) { *error = FIELD_DTYPE; return; }
+    if (placement != 1 && placement != 2) { *error = FIELD_PLACEMENT; return; }
+    if (rank > MAX_RANK) { *error = FIELD_RANK; return; }
+    int32_t p = SHAPE_AT + 8 * rank;
+    if (p + 6 > length) { *error = FIELD_SHAPE; return; }
+    unsigned __int128 elements = 1;
+    for (int i = 0; i < rank; i++) {
+        int64_t dim = i64_at(r + SHAPE_AT + 8 * i);
+        if (dim < 0) { *error = FIELD_SHAPE; return; }
+        elements *= (uint64_t) dim;
+        if (elements >= ((unsigned __int128) 1 << 63)) { *error = FIELD_SHAPE; return; }
+        d[4 + i] = dim;
+    }
+    int64_t nbytes = i64_at(r + 32), offset = i64_at(r + 40);
+    unsigned __int128 expected = elements * (uint64_t) ITEM_BYTES[dtype];
+    if (expected >= ((unsigned __int128) 1 << 63) || nbytes < 0 || (unsigned __int128) nbytes != expected) {
+        *error = FIELD_NBYTES; return;
+    }
+    if (offset < 0 || offset > INT64_MAX - nbytes) { *error = FIELD_OFFSET; return; }
+    if (placement == 2 && offset != 0) { *error = FIELD_OFFSET; return; }
+    static const int32_t limits[3] = {256, 64, 255};
+    static const int32_t fields[3] = {FIELD_REQUEST_ID, FIELD_PRODUCER, FIELD_FILE_NAME};
+    for (int k = 0; k < 3; k++) {
+        if (p + 2 > length) { *error = fields[k]; return; }
+        int32_t n = u16_at(r + p);
+        p += 2;
+        if (n > limits[k] || p + n > length) { *error = fields[k]; return; }
+        const uint8_t *s = r + p;
+        if (k == 0 && !utf8(s, n)) { *error = fields[k]; return; }  /* requestId: UTF-8 */
+        if (k > 0) for (int32_t i = 0; i < n; i++) if (s[i] >= 0x80) { *error = fields[k]; return; }  /* ASCII */
+        d[14 + 2 * k] = at + p;
+        d[15 + 2 * k] = n;
+        p += n;
+    }
+    if (p != length) { *error = FIELD_LENGTH; return; }
+    if (!entity(out + d[16], (int32_t) d[17])) { *error = FIELD_PRODUCER; return; }
+    if (!ours(ns, out + d[18], (int32_t) d[19], placement == 2)) { *error = FIELD_FILE_NAME; return; }
+    d[0] = i64_at(r + 16);
+    d[1] = i64_at(r + 24);
+    d[2] = nbytes;
+    d[3] = offset;
+    d[20] = dtype;
+    d[21] = placement;
+    d[22] = rank;
+    d[23] = flags;
+}
+
+/*
+ * Decodes the descriptors messages among the `records` messages mst_ring_read left in `out`, into `decoded`, for as
+ * many records as `max_decoded` holds: a message that does not fit whole is left (with every one after it) to the
+ * caller's own decoder. Returns how many records were decoded; *covered, how many messages (the first ones) were.
+ */
+int mst_decode_pass(const uint8_t *out, int32_t written, int32_t records, const char *ns, int64_t *decoded,
+                    int32_t max_decoded, int32_t *covered) {
+    int32_t p = 0, count = 0, m;
+    for (m = 0; m < records && p + OUT_HEADER <= written; m++) {
+        int32_t type = (int32_t) u32_at(out + p), length = (int32_t) u32_at(out + p + 4);
+        int32_t body = p + OUT_HEADER;
+        p = body + ALIGN8(length);
+        if (type != 1) continue;
+        const uint8_t *b = out + body;
+        int framing = length < 1;
+        int32_t n = framing ? 0 : b[0];
+        if (!framing) framing = n == 0 || n > 64 || length < 1 + n + 2 || !entity(b + 1, n);
+        int32_t items = framing ? 0 : u16_at(b + 1 + n);
+        int32_t q = 1 + n + 2;
+        for (int32_t k = 0; k < items && !framing; k++) {  /* each record's own length frames it (section 8) */
+            int32_t available = length - q;
+            if (available < SHAPE_AT) { framing = 1; break; }
+            uint32_t declared = u32_at(b + q + 8);
+            if (declared < SHAPE_AT + 6 || declared > MAX_RECORD || declared > (uint32_t) available) {
+                framing = 1; break;
+            }
+            q += (int32_t) declared;
+        }
+        if (!framing && q != length) framing = 1;
+        if (count + (framing ? 1 : items) > max_decoded) break;
+        if (framing) {
+            int64_t *d = decoded + (int64_t) count * DECODED_WORDS;
+            memset(d, 0, DECODED_WORDS * 8);
+            d[12] = m;
+            d[13] = FRAMING;
+            count++;
+            continue;
+        }
+        q = 1 + n + 2;
+        for (int32_t k = 0; k < items; k++) {
+            int32_t declared = (int32_t) u32_at(b + q + 8);
+            int64_t *d = decoded + (int64_t) count * DECODED_WORDS;
+            decode_record(out, body + q, declared, ns, d);
+            d[12] = m;
+            count++;
+            q += declared;
+        }
+    }
+    *covered = m;
+    return count;
+}
+
+/*
+ * One receive pass's reading in one call: mst_ring_read, then mst_decode_pass over what it read. counts: [0] the
+ * messages read, [1] the records decoded, [2] the messages those cover. Returns the bytes written to `out`.
+ */
+int mst_read_pass(uintptr_t ring, int32_t capacity, int64_t *state, uint8_t *out, int32_t out_capacity,
+                  int32_t limit, int32_t *counts, const char *ns, int64_t *decoded, int32_t max_decoded) {
+    int32_t written = mst_ring_read(ring, capacity, state, out, out_capacity, limit, &counts[0]);
+    counts[1] = counts[2] = 0;
+    if (counts[0]) counts[1] = mst_decode_pass(out, written, counts[0], ns, decoded, max_decoded, &counts[2]);
     return written;
 }
 """

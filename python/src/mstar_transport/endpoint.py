@@ -1,6 +1,8 @@
 """One worker's endpoint on the arena, as the JVM's TensorEndpoint: post tensors to entities and hear exactly one
 outcome for each; receive tensors in place, read-only and zero-copy, ACKed once the handler returned and the last
-view of the tensor is gone.
+view of the tensor is gone. Format 2 (docs/format.md, section 12a): a tensor posted to one consumer carries the
+POSITION flag and is told by the consumer's handled position instead of an ACK, unless kept past its handler (a
+kept message, then its ACK) or refused (its refusal, written before the position passes it).
 
 Threads: an endpoint may be used from several threads. One lock guards its state (the tensors in flight, the rings
 it reads and writes, the ACKs it owes); handlers and listeners run outside it. Outcomes are told one at a time,
@@ -27,7 +29,8 @@ import numpy as np
 from . import format as f
 from .arena import Arena, SegmentShrunkError, Slot, stamp_holds
 from .lease import lend
-from .shm import (Mailbox, PeerFiles, PeerMailbox, PeerUnavailableError, UntrustedFileError, shm_dir, sweep)
+from .shm import (Mailbox, MailboxVersionError, PeerFiles, PeerMailbox, PeerUnavailableError, UntrustedFileError,
+                  shm_dir, sweep)
 from .stats import StatsFile
 
 # The failure names of the JVM side's Delivery.Failure.
@@ -173,14 +176,38 @@ class Received:
 class _Sent:
     """A tensor in flight and where it lies, with a share for each consumer it went to (one, or a fan-out's): the
     consumers yet to ACK, each with the incarnation its descriptor went to (None before it went; liveness is per
-    incarnation, as the JVM keys shares), how many ACKed, and which failed and why. Decided when no share is left."""
-    __slots__ = ("request_id", "shares", "acked", "failed", "slot")
+    incarnation, as the JVM keys shares), how many ACKed, and which failed and why. Decided when no share is left.
+    A post to one consumer goes with the POSITION flag: its consumer's handled position passing it decides it."""
+    __slots__ = ("request_id", "shares", "acked", "failed", "slot", "position", "kept")
 
     def __init__(self, request_id, consumers, slot):
         self.request_id, self.slot = request_id, slot
+        self.position: Optional[int] = None  # a POSITION post's end position in its consumer's ring (section 12a)
+        self.kept = False  # its consumer said it keeps the bytes: an ACK or refusal decides it, not the position
         self.shares: Dict[str, Optional[int]] = dict.fromkeys(consumers)
         self.acked = 0
         self.failed: List[Tuple[str, str, str]] = []  # (entity, failure, detail)
+
+
+class _Message:
+    """A message read from this endpoint's ring (docs/format.md, section 12a): the handled position may pass its end
+    once each of its records was handled and each kept message or refusal they owed was written (`owed`); the
+    producers of its POSITION records then have their doorbells rung."""
+    __slots__ = ("end", "records", "owed", "producers")
+
+    def __init__(self, end: int):
+        self.end, self.records, self.owed = end, 0, 0
+        self.producers: Optional[set] = None
+
+
+class _Handing:
+    """A record handed (or about to be handed) to a handler: its descriptor, its message, and where its bytes stand:
+    "handing" until the handler returned; then "released" if the last view went by then, else "kept" (a POSITION
+    record's kept message is owed before the position passes it; its ACK or refusal follows when the views go)."""
+    __slots__ = ("d", "message", "state")
+
+    def __init__(self, d: f.Descriptor, message: _Message):
+        self.d, self.message, self.state = d, message, "handing"
 
 
 class Endpoint:
@@ -201,9 +228,9 @@ class Endpoint:
         self._close_requested = False
         self._handlers_running = 0  # on any thread: a close from another thread waits for them (bounded)
         self._handlers_done = threading.Condition(self._lock)
-        self.stats = {"received": 0, "acks_sent": 0, "stale_reads": 0, "bad_descriptors": 0, "acks": 0,
-                      "unknown_acks": 0, "refused_files": 0, "unreachable_peers": 0, "swept_files": 0,
-                      "skipped_claims": 0, "retired_segments": 0}
+        self.stats = {"received": 0, "acks_sent": 0, "kept_sent": 0, "stale_reads": 0, "bad_descriptors": 0,
+                      "acks": 0, "kept": 0, "by_position": 0, "unknown_acks": 0, "refused_files": 0,
+                      "unreachable_peers": 0, "swept_files": 0, "skipped_claims": 0, "retired_segments": 0}
         self.stats["swept_files"] += sweep(self.directory)  # dead owners' files, before making ours
         self.next_sweep = time.monotonic() + self.sweep_interval_s
         self.mailbox = Mailbox(self.directory, self.ns, self.entity)
@@ -221,14 +248,26 @@ class Endpoint:
         self._told = 0  # outcomes told to the listener so far
         self._events = 0  # anything a waiting thread may want: a message read, an outcome decided or told
         self._sleepers = 0
-        self.pending_acks: Dict[str, List[Tuple[int, int]]] = {}
-        self.pending_refusals: Dict[str, List[Tuple[int, int]]] = {}
-        self.waiting: collections.deque = collections.deque()  # (sender, descriptor) read, not yet handed
+        # Messages owed to producers, each item (uuid, the _Message whose position waits for it, or None).
+        self.pending_acks: Dict[str, List[Tuple[Tuple[int, int], Optional[_Message]]]] = {}
+        self.pending_refusals: Dict[str, List[Tuple[Tuple[int, int], Optional[_Message]]]] = {}
+        self.pending_kept: Dict[str, List[Tuple[Tuple[int, int], Optional[_Message]]]] = {}
+        self.waiting: collections.deque = collections.deque()  # (sender, _Handing) read, not yet handed
         self._released: collections.deque = collections.deque()  # leases whose last view went (any thread)
+        # The handled position (section 12a): the messages read and not yet passed, in ring order; the end of the
+        # last one passed; the producers whose POSITION records it passed since their doorbells were rung.
+        self._unpassed: collections.deque = collections.deque()
+        self._passable = self.mailbox.handled
+        self._to_ring: set = set()
+        # A producer's POSITION posts (section 12a): (consumer, incarnation) -> deque of (end position, uuid), in
+        # ring order; and the handled position of each such consumer that was looked at last.
+        self._positions: Dict[Tuple[str, int], collections.deque] = {}
+        self._seen_handled: Dict[Tuple[str, int], int] = {}
         self.next_liveness = time.monotonic() + _LIVENESS_INTERVAL_S
         # Test-only seams: the negative controls show that the stamp check and the liveness check are what work.
         self._no_stamp_check = self.env.get("MSTAR_TEST_NO_STAMP_CHECK") == "1"
         self._no_liveness = self.env.get("MSTAR_TEST_NO_LIVENESS") == "1"
+        self._by_position = self.env.get("MSTAR_TEST_NO_POSITION") != "1"  # off: every post is ACKed by message
         _ENDPOINTS.add(self)
         atexit.register(self.close)  # an endpoint left open is closed at exit, as the JVM's shutdown hook does
 
@@ -354,16 +393,20 @@ class Endpoint:
                                            f" lost: post again")
             else:
                 self._send(key, claim, slot, targets)
+                self._settle_positions()
         self._tell()
         return key[1]
 
     def _send(self, key, claim: Claim, slot: Slot, targets: List[str]):
         """Writes the descriptor into each target's mailbox (the lock held). A target that does not run (or whose
         mailbox stays full) gives up its share at once; an exception before any descriptor went untracks the tensor
-        and frees its slot; after, the targets not reached give up their shares and the post stands."""
+        and frees its slot; after, the targets not reached give up their shares and the post stands. A post to one
+        consumer carries the POSITION flag (section 12a): its record's end position in the consumer's ring is
+        remembered, and the consumer's handled position passing it decides it; a fan-out is ACKed by message."""
+        by_position = self._by_position and len(targets) == 1
         d = f.Descriptor(claim.uuid_msb, claim.uuid_lsb, claim.request_id, self.entity, claim.dtype_code,
                          claim.shape, slot.nbytes, f.PLACEMENT_SPILL if slot.spill else f.PLACEMENT_ARENA,
-                         os.path.basename(slot.file.path), slot.offset)
+                         os.path.basename(slot.file.path), slot.offset, f.FLAG_POSITION if by_position else 0)
         went = 0
         k = 0
         try:
@@ -379,6 +422,12 @@ class Endpoint:
                         raise PeerUnavailableError(to, f"the mailbox of entity {to} stayed full for"
                                                        f" {_FULL_RING_TIMEOUT_S} s (it does not read)")
                     went += 1
+                    if by_position and key in self.in_flight:  # (not refused while the write waited for room)
+                        sent.position = peer.last_end
+                        remembered = self._positions.get((to, peer.incarnation))
+                        if remembered is None:
+                            remembered = self._positions[(to, peer.incarnation)] = collections.deque()
+                        remembered.append((peer.last_end, key))
                 except PeerUnavailableError as e:
                     self._share_done(key, to, REFUSED, str(e))
         except BaseException as e:
@@ -446,6 +495,7 @@ class Endpoint:
         if peer is not None and (now > peer.next_check or (current and not peer.is_current())):
             peer.next_check = now + _LIVENESS_INTERVAL_S
             if not peer.is_alive():
+                self._settle_positions()  # what it handled before it went, while its file is still mapped
                 del self.peers[entity]
                 peer.close()
                 peer = None
@@ -455,7 +505,8 @@ class Endpoint:
         return peer
 
     def await_peer(self, entity: str, timeout: float) -> bool:
-        """Waits until `entity` runs (its mailbox is live and ready) or the timeout; True if it does."""
+        """Waits until `entity` runs (its mailbox is live and ready) or the timeout; True if it does. Raises
+        MailboxVersionError at once if it runs another format."""
         f.check_entity(entity)
         deadline = time.monotonic() + timeout
         while True:
@@ -464,6 +515,8 @@ class Endpoint:
                 try:
                     self._peer(entity)
                     return True
+                except MailboxVersionError:
+                    raise
                 except PeerUnavailableError:
                     pass
             if time.monotonic() >= deadline:
@@ -594,20 +647,79 @@ class Endpoint:
             return
         self.next_liveness = now + _LIVENESS_INTERVAL_S
         shares = {(c, i) for s in self.in_flight.values() for c, i in s.shares.items() if i is not None}
+        dead = []
         for consumer, incarnation in shares:
             peer = self.peers.get(consumer)
-            if peer is not None and peer.incarnation == incarnation and peer.is_alive():
-                continue
+            if peer is None or peer.incarnation != incarnation or not peer.is_alive():
+                dead.append((consumer, incarnation))
+        if not dead:
+            return
+        self._settle_positions()  # what a dead consumer's handled position passed before it went was delivered
+        for consumer, incarnation in dead:
             for key, s in list(self.in_flight.items()):
                 if s.shares.get(consumer) == incarnation:
                     self._share_done(key, consumer, CONSUMER_DIED, f"consumer {consumer} died before ACKing")
+            self._positions.pop((consumer, incarnation), None)
+            self._seen_handled.pop((consumer, incarnation), None)
+
+    def _settle_positions(self):
+        """A producer's rule of docs/format.md, section 12a (the lock held): loads each consumer's handled position
+        (acquire), then its own ring's tail (acquire), reads its own ring up to that tail (the kept messages and
+        refusals there win over the position), and only then tells DELIVERED each remembered POSITION post whose
+        end position the handled position reached, that was neither refused nor kept. A read that stops short of
+        the tail (a claim not yet published) decides nothing: the next call tries again."""
+        if not self._positions:
+            return
+        handled = {}
+        for consumer_key, remembered in self._positions.items():
+            peer = self.peers.get(consumer_key[0])
+            if peer is not None and peer.incarnation == consumer_key[1] and peer.fd >= 0:
+                h = peer.handled()
+                if remembered and h >= remembered[0][0]:
+                    handled[consumer_key] = h
+                else:
+                    self._seen_handled[consumer_key] = h  # it reached none of them: nothing to decide
+        if not handled:
+            return
+        tail = self.mailbox.tail()
+        while self.mailbox.head() < tail:
+            head = self.mailbox.head()
+            self._drain()
+            if self.mailbox.head() == head:
+                return  # stopped short of the tail: next time
+        for consumer_key, h in handled.items():
+            self._seen_handled[consumer_key] = h
+            remembered = self._positions.get(consumer_key)
+            consumer, incarnation = consumer_key
+            while remembered and remembered[0][0] <= h:
+                end, key = remembered.popleft()
+                sent = self.in_flight.get(key)
+                if sent is not None and sent.position == end and not sent.kept \
+                        and sent.shares.get(consumer) == incarnation:
+                    self.stats["by_position"] += 1
+                    self._share_done(key, consumer, None, None)
+            if not remembered:
+                self._positions.pop(consumer_key, None)
+                self._seen_handled.pop(consumer_key, None)
+
+    def _position_moved(self) -> bool:
+        """Whether a consumer's handled position moved past a remembered POSITION post since it was last looked at
+        (after arming the doorbell: a consumer that moves it later rings it)."""
+        for consumer_key, remembered in self._positions.items():
+            peer = self.peers.get(consumer_key[0])
+            if remembered and peer is not None and peer.incarnation == consumer_key[1] and peer.fd >= 0:
+                h = peer.handled()
+                if h > self._seen_handled.get(consumer_key, 0) and h >= remembered[0][0]:
+                    return True
+        return False
 
     # ---- receiving ----
 
     def receive(self, handler: Callable[[Received], None], timeout: float = 0.0, limit: int = 64) -> int:
         """Hands up to `limit` tensors to `handler`, waiting up to `timeout` seconds; returns how many it handed.
         Returns as soon as it handed one or an outcome was decided (told to the listener on this call). Each tensor
-        is ACKed once the handler returned and no view of it is left (after `keep()`, once it is closed).
+        is ACKed (or, with the POSITION flag, told by the handled position) once the handler returned and no view of
+        it is left (after `keep()`, once it is closed).
 
         A handler may raise: that tensor is done, the rest wait for the next call, and the error is raised here."""
         self._check_open()
@@ -650,16 +762,17 @@ class Endpoint:
             if self.closed or self._forked:
                 return self._events, 0
             self._drain()
+            self._settle_positions()
             batch = [self.waiting.popleft() for _ in range(min(limit, len(self.waiting)))] if handler else []
         handed = 0
         try:
-            for i, (_, d) in enumerate(batch):
+            for i, (_, handing) in enumerate(batch):
                 if self.closed or self._close_requested:
                     with self._lock:
                         self.waiting.extendleft(reversed(batch[i:]))  # close() refuses them
                     break
                 try:
-                    handed += self._hand(d, handler)
+                    handed += self._hand(handing, handler)
                 except BaseException:
                     with self._lock:
                         self.waiting.extendleft(reversed(batch[i + 1:]))
@@ -677,15 +790,16 @@ class Endpoint:
         """Reads what waits in the mailbox (the lock held): descriptors wait for a handler, ACKs decide outcomes. Also
         called while a write waits for room in a peer's ring, so that two endpoints writing to each other never
         stall."""
-        messages = self.mailbox.read(64)
-        for mtype, body in messages:
-            self._message(mtype, body)
+        messages = self.mailbox.read_decoded(64)
+        for mtype, decoded, end in messages:
+            self._message(mtype, decoded, end)
         if messages:
             self._event()
 
     def _housekeeping(self):
         self._release_views()
         self._flush_acks()
+        self._pass_position()
         self._check_liveness()
         self.files.sweep()
         self.stats["skipped_claims"] = self.mailbox.unblocks
@@ -712,9 +826,9 @@ class Endpoint:
             if (self._events != since or self._released or self.closed or self._forked
                     or (for_tensors and self.waiting)):
                 return
-            cap = 0.05 if (self.pending_acks or self.pending_refusals) else _MAX_SLEEP_S  # ACKs for a full ring
+            cap = 0.05 if (self.pending_acks or self.pending_refusals or self.pending_kept) else _MAX_SLEEP_S
             self._sleepers += 1
-            ready = self.mailbox.arm()
+            ready = self.mailbox.arm() or self._position_moved()  # after the arm: a consumer's doorbell is seen
         try:
             if not ready:
                 self.mailbox.sleep(min(timeout, cap))
@@ -722,23 +836,34 @@ class Endpoint:
             with self._lock:
                 self._sleepers -= 1
 
-    def _message(self, mtype: int, body: bytes):
-        try:
-            sender, items = f.decode_message(mtype, body, self.ns)
-        except f.DescriptorFormatError:
+    def _message(self, mtype: int, decoded, end: int):
+        """One message read (decoded by Mailbox.read_decoded): descriptors wait for a handler; ACKs, refusals and kept
+        messages apply to the tensors in flight. A message whose framing failed is dropped whole and counted."""
+        message = _Message(end)
+        self._unpassed.append(message)  # passed once its records are handled (none: at once)
+        if isinstance(decoded, f.DescriptorFormatError):
             self.stats["bad_descriptors"] += 1
             return
+        sender, items = decoded
         if mtype == f.DESCRIPTORS:
             for d in items:
                 if isinstance(d, f.DescriptorFormatError):
                     self.stats["bad_descriptors"] += 1
                 else:
-                    self.waiting.append((sender, d))
+                    message.records += 1
+                    self.waiting.append((sender, _Handing(d, message)))
             return
         for msb, lsb in items:
             sent = self.in_flight.get((msb, lsb))
             if sent is None or sent.shares.get(sender) is None:  # not sent to it, or its share is gone already
                 self.stats["unknown_acks"] += 1
+                continue
+            if mtype == f.KEPT:
+                if sent.position is None:
+                    self.stats["unknown_acks"] += 1  # only a POSITION post can be kept this way
+                else:
+                    sent.kept = True  # its ACK or refusal decides it; the position passing it does not
+                    self.stats["kept"] += 1
                 continue
             self.stats["acks"] += 1
             if mtype == f.ACKS:
@@ -747,36 +872,37 @@ class Endpoint:
                 self._share_done((msb, lsb), sender, REFUSED, f"consumer {sender} refused it: it could not read it in"
                                                               f" its slot (the slot reused or its file truncated)")
 
-    def _hand(self, d: f.Descriptor, handler) -> int:
-        key = (d.uuid_msb, d.uuid_lsb)
+    def _hand(self, handing: _Handing, handler) -> int:
+        d = handing.d
         spill = d.placement == f.PLACEMENT_SPILL
         end = d.offset + d.nbytes if spill else f.stamp_at(d.offset, d.nbytes) + f.STAMP_BYTES
         with self._lock:
             if self.closed:
+                handing.message.records -= 1
                 return 0
             try:
                 region = self.files.region(d.file_name, end)
                 hold = region.hold()
                 if not spill and not self._stamp_holds(hold, d):
                     self.stats["stale_reads"] += 1
-                    self._queue(self.pending_refusals, d.producer, key)
+                    self._refuse(handing)
                     return 0
                 dtype = _NUMPY[f.DTYPES[d.dtype][0]]
                 if d.nbytes:
                     array = lend(hold, region.address + d.offset, dtype, d.shape, False,
-                                 lambda h: self._released.append((d, h)))
+                                 lambda h: self._released.append((handing, h)))
                     on_let_go = None
                 else:
                     array = np.empty(d.shape, dtype)  # zero bytes: nothing of the file (huge dims fail here)
                     array.flags.writeable = False
-                    on_let_go = lambda: self._released.append((d, None))  # noqa: E731
+                    on_let_go = lambda: self._released.append((handing, None))  # noqa: E731
             except UntrustedFileError:
                 self.stats["refused_files"] += 1
-                self._queue(self.pending_refusals, d.producer, key)  # never touched; its producer frees it
+                self._refuse(handing)  # never touched; its producer frees it
                 return 0
             except (OSError, ValueError, MemoryError):  # no such file, outside it (DescriptorFormatError), too big
                 self.stats["bad_descriptors"] += 1
-                self._queue(self.pending_refusals, d.producer, key)
+                self._refuse(handing)
                 return 0
             self.stats["received"] += 1
         tensor = Received(self, d, array, on_let_go)
@@ -794,7 +920,32 @@ class Endpoint:
             with self._lock:
                 self._handlers_running -= 1
                 self._handlers_done.notify_all()
+                self._handler_returned(handing)
         return 1
+
+    def _refuse(self, handing: _Handing):
+        """A record refused before its handler (a stamp, a check, a close): its refusal, which for a POSITION record
+        is written before the handled position passes it (section 12a)."""
+        d = handing.d
+        message = handing.message if d.by_position else None
+        self._queue(self.pending_refusals, d.producer, (d.uuid_msb, d.uuid_lsb), message)
+        handing.message.records -= 1
+
+    def _handler_returned(self, handing: _Handing):
+        """A record's handler returned (the lock held): the record is handled. A POSITION record whose views all went
+        owes nothing (its stamp checked again as they went: a refusal if it failed); one whose views outlive the
+        handler owes a kept message before the position passes it, and its ACK or refusal when they go."""
+        self._release_views()
+        d = handing.d
+        message = handing.message
+        if d.by_position:
+            if handing.state == "handing":
+                handing.state = "kept"
+                self._queue(self.pending_kept, d.producer, (d.uuid_msb, d.uuid_lsb), message)
+            if message.producers is None:
+                message.producers = set()
+            message.producers.add(d.producer)
+        message.records -= 1
 
     def _stamp_holds(self, mapping, d: f.Descriptor) -> bool:
         return self._no_stamp_check or stamp_holds(mapping, d.offset, d.nbytes, d.uuid_msb, d.uuid_lsb)
@@ -809,7 +960,8 @@ class Endpoint:
 
     def _release_views(self):
         """Leases whose last view went: a received tensor is ACKed (its stamp checked again) or refused; a claim's
-        slot is freed once its tensor is decided."""
+        slot is freed once its tensor is decided. A POSITION tensor whose views went before its handler returned
+        is not ACKed: the handled position tells it (a failed stamp is refused before the position passes it)."""
         while self._released:
             what, hold = self._released.popleft()
             if isinstance(what, tuple):  # a claim's uuid
@@ -819,10 +971,17 @@ class Endpoint:
                     if state[2] != "posted":
                         self._slot_done(what)
                 continue
-            d = what
+            handing = what
+            d = handing.d
             key = (d.uuid_msb, d.uuid_lsb)
-            if d.placement == f.PLACEMENT_ARENA and hold is not None and not self._still_holds(hold, d):
+            stale = d.placement == f.PLACEMENT_ARENA and hold is not None and not self._still_holds(hold, d)
+            if stale:
                 self.stats["stale_reads"] += 1
+            if d.by_position and handing.state == "handing":  # let go within its handler
+                handing.state = "released"
+                if stale:
+                    self._queue(self.pending_refusals, d.producer, key, handing.message)
+            elif stale:
                 self._queue(self.pending_refusals, d.producer, key)
             else:
                 self._queue(self.pending_acks, d.producer, key)
@@ -835,28 +994,60 @@ class Endpoint:
         return self._stamp_holds(hold, d)
 
     @staticmethod
-    def _queue(pending, producer, key):
-        pending.setdefault(producer, []).append(key)
+    def _queue(pending, producer, key, message: Optional[_Message] = None):
+        """Owes `producer` a message about `key`; with `message`, the handled position waits for it to be written."""
+        if message is not None:
+            message.owed += 1
+        pending.setdefault(producer, []).append((key, message))
 
     def _flush_acks(self, wait_s: float = 0.0):
-        """Sends the ACKs and refusals owed. A full ring keeps them for the next pass (a slow producer is not a dead
-        one); a producer that is gone takes its files with it."""
-        for pending, mtype in ((self.pending_acks, f.ACKS), (self.pending_refusals, f.REFUSALS)):
-            for producer, keys in list(pending.items()):
+        """Sends the kept messages, refusals and ACKs owed (in that order: a tensor's kept message comes before its
+        ACK). A full ring keeps them for the next pass (a slow producer is not a dead one), and the handled position
+        waits for those it owes; a producer that is gone takes its files with it."""
+        for pending, mtype in ((self.pending_kept, f.KEPT), (self.pending_refusals, f.REFUSALS),
+                               (self.pending_acks, f.ACKS)):
+            for producer, items in list(pending.items()):
                 try:
                     peer = self._peer(producer, current=True)
-                    while keys:
-                        batch = keys[:_ACKS_PER_MESSAGE]
-                        if not peer.write(mtype, f.encode_message(self.entity, len(batch), f.encode_uuids(batch)),
-                                          wait_s, self._drain):
+                    while items:
+                        batch = items[:_ACKS_PER_MESSAGE]
+                        body = f.encode_uuids([key for key, _ in batch])
+                        if not peer.write(mtype, f.encode_message(self.entity, len(batch), body), wait_s,
+                                          self._drain):
                             break
-                        del keys[:_ACKS_PER_MESSAGE]
-                        self.stats["acks_sent"] += len(batch)
-                    if not keys:
+                        del items[:_ACKS_PER_MESSAGE]
+                        _written(batch)
+                        self.stats["kept_sent" if mtype == f.KEPT else "acks_sent"] += len(batch)
+                    if not items:
                         del pending[producer]
                 except PeerUnavailableError:
-                    del pending[producer]
+                    _written(pending.pop(producer))  # nobody to tell: the position need not wait for them
                     self.stats["unreachable_peers"] += 1
+
+    def _pass_position(self):
+        """Moves the handled position (section 12a) past the messages read whose records were all handled and whose
+        owed messages were written, in ring order, never past one that is not; then rings the doorbell of each
+        producer whose POSITION record it passed, once per pass."""
+        unpassed = self._unpassed
+        passable = self._passable
+        while unpassed:
+            message = unpassed[0]
+            if message.records or message.owed:
+                break
+            unpassed.popleft()
+            passable = message.end
+            if message.producers:
+                self._to_ring.update(message.producers)
+        if passable != self._passable:
+            self._passable = passable
+            self.mailbox.store_handled(passable)
+        if self._to_ring:
+            to_ring, self._to_ring = self._to_ring, set()
+            for producer in to_ring:
+                try:
+                    self._peer(producer, current=True).ring_doorbell()
+                except PeerUnavailableError:
+                    pass  # gone: nobody waits for it
 
     # ---- closing ----
 
@@ -893,11 +1084,13 @@ class Endpoint:
             atexit.unregister(self.close)
             try:
                 self._drain()
+                self._settle_positions()
                 self._release_views()
                 while self.waiting:
-                    _, d = self.waiting.popleft()
-                    self._queue(self.pending_refusals, d.producer, (d.uuid_msb, d.uuid_lsb))
+                    _, handing = self.waiting.popleft()
+                    self._refuse(handing)
                 self._flush_acks(1.0)
+                self._pass_position()
             finally:
                 self.closed = True
                 for key in list(self.in_flight):
@@ -949,6 +1142,13 @@ def _as_torch(array: np.ndarray, code: int):
         if wanted is not None:
             t = t.view(wanted)  # the 8-bit floats stay their bits on a torch without them (1.13)
     return t
+
+
+def _written(items):
+    """Owed messages written (or that nobody can be told): the handled position no longer waits for them."""
+    for _, message in items:
+        if message is not None:
+            message.owed -= 1
 
 
 def _targets(to) -> List[str]:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
 DESCRIPTOR_MAGIC = 0x4454534D  # "MSTD" read little-endian
-DESCRIPTOR_VERSION = 1
+DESCRIPTOR_VERSION = 2
+MAILBOX_VERSION = 2  # the u32 at VERSION_OFFSET of a mailbox whose receiver speaks this format (a format 1 file: 0)
 MAX_RANK = 8
 MAX_REQUEST_ID_BYTES = 256
 MAX_ENTITY_BYTES = 64
@@ -26,6 +27,11 @@ MAX_RECORD_BYTES = SHAPE_OFFSET + 8 * MAX_RANK + 3 * (2 + 256)
 DESCRIPTORS = 1
 ACKS = 2
 REFUSALS = 3
+KEPT = 4  # laid out as ACKs: POSITION tensors handled but kept past the handler; an ACK or refusal follows later
+
+# The descriptor record's flags (byte 15).
+FLAG_POSITION = 1  # the producer learns that the tensor was handled from the consumer's handled position (12a)
+KNOWN_FLAGS = FLAG_POSITION
 
 # The mailbox file (section 6).
 RING_BYTES = 1 << 20
@@ -33,8 +39,11 @@ RING_TRAILER_BYTES = 768
 TAIL_OFFSET = 128
 HEAD_CACHE_OFFSET = 256
 HEAD_OFFSET = 384
+CORRELATION_OFFSET = 512  # the trailer's correlation line holds the receiver's handled position
+HANDLED_OFFSET = RING_BYTES + CORRELATION_OFFSET
 INCARNATION_OFFSET = RING_BYTES + RING_TRAILER_BYTES
 SLEEPING_OFFSET = INCARNATION_OFFSET + 8
+VERSION_OFFSET = SLEEPING_OFFSET + 4
 WRITERS_OFFSET = INCARNATION_OFFSET + 64
 WRITER_SLOTS = 1024
 MAILBOX_FILE_BYTES = WRITERS_OFFSET + WRITER_SLOTS
@@ -58,7 +67,8 @@ _ENTITY_CHARS = r"[A-Za-z0-9_.-]{1,64}"
 _SEGMENT = re.compile(r"mstar_([0-9a-f]{16})_arena_(" + _ENTITY_CHARS + r")_([0-9a-f]{8})_([0-9]{1,10})")
 _SPILL = re.compile(r"mstar_([0-9a-f]{16})_spill_(" + _ENTITY_CHARS + r")_([0-9a-f]{8})_([0-9a-f]{32})")
 
-_HEADER = struct.Struct("<IHHIBBBBqqqq")  # magic, version, 0, length, dtype, placement, rank, 0, msb, lsb, nbytes, offset
+# magic, version, 0, length, dtype, placement, rank, flags, msb, lsb, nbytes, offset
+_HEADER = struct.Struct("<IHHIBBBBqqqq")
 
 
 class DescriptorFormatError(ValueError):
@@ -134,7 +144,8 @@ def _u64(i: int) -> int:
 
 @dataclass(frozen=True)
 class Descriptor:
-    """One tensor's descriptor (section 9). uuid_msb and uuid_lsb are signed 64-bit, as the JVM holds them."""
+    """One tensor's descriptor (section 9). uuid_msb and uuid_lsb are signed 64-bit, as the JVM holds them; flags holds
+    FLAG_POSITION when the producer learns of its handling from the consumer's handled position (section 12a)."""
     uuid_msb: int
     uuid_lsb: int
     request_id: str
@@ -145,6 +156,11 @@ class Descriptor:
     placement: int
     file_name: str
     offset: int
+    flags: int = 0
+
+    @property
+    def by_position(self) -> bool:
+        return bool(self.flags & FLAG_POSITION)
 
     @property
     def uuid(self) -> uuidlib.UUID:
@@ -156,11 +172,12 @@ def encode_descriptor(d: Descriptor) -> bytes:
     producer = d.producer.encode("ascii")
     file_name = d.file_name.encode("ascii")
     if len(d.shape) > MAX_RANK or len(rid) > MAX_REQUEST_ID_BYTES or len(producer) > MAX_ENTITY_BYTES \
-            or len(file_name) > MAX_FILE_NAME_BYTES:
-        raise ValueError(f"descriptor cannot be encoded: rank {len(d.shape)}, request id {len(rid)} bytes")
+            or len(file_name) > MAX_FILE_NAME_BYTES or d.flags & ~KNOWN_FLAGS:
+        raise ValueError(f"descriptor cannot be encoded: rank {len(d.shape)}, request id {len(rid)} bytes,"
+                         f" flags 0x{d.flags:x}")
     length = SHAPE_OFFSET + 8 * len(d.shape) + 6 + len(rid) + len(producer) + len(file_name)
     out = bytearray(_HEADER.pack(DESCRIPTOR_MAGIC, DESCRIPTOR_VERSION, 0, length, d.dtype, d.placement,
-                                 len(d.shape), 0, d.uuid_msb, d.uuid_lsb, d.nbytes, d.offset))
+                                 len(d.shape), d.flags, d.uuid_msb, d.uuid_lsb, d.nbytes, d.offset))
     out += struct.pack(f"<{len(d.shape)}q", *d.shape)
     for s in (rid, producer, file_name):
         out += struct.pack("<H", len(s)) + s
@@ -181,14 +198,17 @@ def decode_descriptor(buf, at: int, length: int, ns: str) -> Descriptor:
     """Decodes and validates one record of `length` bytes at `at`, in the order section 9 gives."""
     if length < SHAPE_OFFSET or at < 0 or at + length > len(buf):
         raise DescriptorFormatError("length", f"truncated: {length} bytes, header needs {SHAPE_OFFSET}")
-    (magic, version, reserved, declared, dtype, placement, rank, pad, msb, lsb, nbytes,
+    (magic, version, reserved, declared, dtype, placement, rank, flags, msb, lsb, nbytes,
      offset) = _HEADER.unpack_from(buf, at)
     if magic != DESCRIPTOR_MAGIC:
         raise DescriptorFormatError("magic", f"found 0x{magic:x}, expected 0x{DESCRIPTOR_MAGIC:x}")
     if version != DESCRIPTOR_VERSION:
         raise DescriptorFormatError("version", f"found {version}, this reader understands {DESCRIPTOR_VERSION}")
-    if reserved != 0 or pad != 0:
+    if reserved != 0:
         raise DescriptorFormatError("reserved", "reserved bytes must be zero")
+    if flags & ~KNOWN_FLAGS:
+        raise DescriptorFormatError("flags", f"unknown flag bits 0x{flags & ~KNOWN_FLAGS:02x} set (known:"
+                                             f" 0x{KNOWN_FLAGS:02x})")
     if declared != length:
         raise DescriptorFormatError("length", f"declared {declared} bytes, record has {length}")
     if dtype not in DTYPES:
@@ -238,7 +258,7 @@ def decode_descriptor(buf, at: int, length: int, ns: str) -> Descriptor:
     if not is_ours(ns, file_name, placement == PLACEMENT_SPILL):
         kind = "spill file" if placement == PLACEMENT_SPILL else "segment"
         raise DescriptorFormatError("fileName", f"not a {kind} of namespace {ns}: {file_name!r}")
-    return Descriptor(msb, lsb, request_id, producer, dtype, tuple(shape), nbytes, placement, file_name, offset)
+    return Descriptor(msb, lsb, request_id, producer, dtype, tuple(shape), nbytes, placement, file_name, offset, flags)
 
 
 def encode_message(sender: str, count: int, items: bytes) -> bytes:
@@ -250,14 +270,14 @@ def encode_message(sender: str, count: int, items: bytes) -> bytes:
 
 
 def encode_uuids(uuids: Sequence[Tuple[int, int]]) -> bytes:
-    """ACK or refusal items: (msb, lsb) pairs, signed 64-bit each."""
+    """ACK, refusal or kept items: (msb, lsb) pairs, signed 64-bit each."""
     return b"".join(struct.pack("<qq", msb, lsb) for msb, lsb in uuids)
 
 
 def decode_message(mtype: int, body, ns: str):
     """
     (sender, items): for type 1 one Descriptor per record, or the DescriptorFormatError that refused it (a bad
-    record is refused alone, its neighbours stand); for types 2 and 3 (msb, lsb) pairs. The framing of the whole
+    record is refused alone, its neighbours stand); for types 2, 3 and 4 (msb, lsb) pairs. The framing of the whole
     message is checked first: a message whose framing fails raises, and none of it is believed.
     """
     length = len(body)
@@ -274,7 +294,7 @@ def decode_message(mtype: int, body, ns: str):
         raise DescriptorFormatError("sender", "not an entity name")
     count = struct.unpack_from("<H", body, 1 + n)[0]
     p = 1 + n + 2
-    if mtype in (ACKS, REFUSALS):
+    if mtype in (ACKS, REFUSALS, KEPT):
         if length - p != 16 * count:
             raise DescriptorFormatError("acks", f"{count} uuids need {16 * count} bytes, found {length - p}")
         return sender, [struct.unpack_from("<qq", body, p + 16 * k) for k in range(count)]

@@ -38,6 +38,17 @@ class PeerUnavailableError(RuntimeError):
         self.entity = entity
 
 
+class MailboxVersionError(PeerUnavailableError):
+    """The entity's mailbox is of another format than this process speaks (docs/format.md, sections 6 and 14): a
+    format 1 process (its file reads 0 at the version offset) beside a format 2 one. Nothing is written to it."""
+
+    def __init__(self, entity: str, found: int, path: str):
+        super().__init__(entity, f"mailbox of entity {entity} speaks format {found or 1} ({found} there), this process"
+                                 f" speaks format {f.MAILBOX_VERSION}; run one format per deployment: path={path}")
+        self.found = found
+        self.expected = f.MAILBOX_VERSION
+
+
 def shm_dir(env) -> str:
     """MSTAR_SHM_DIR, or the user's private /dev/shm/mstar-<uid> (mode 0700), made if missing."""
     configured = env.get("MSTAR_SHM_DIR")
@@ -228,6 +239,7 @@ class Mailbox:
     """This entity's mailbox: created here, read by this process only (one thread at a time: the endpoint's lock)."""
 
     def __init__(self, directory: str, ns: str, entity: str):
+        self.ns = ns
         name = f.mailbox_name(ns, entity)
         path = os.path.join(directory, name)
         deadline = time.monotonic() + 5
@@ -246,21 +258,28 @@ class Mailbox:
         base = self.file.address
         self.ring = base
         self.sleeping = base + f.SLEEPING_OFFSET
+        self.handled_at = base + f.HANDLED_OFFSET
+        self.handled = 0  # the handled position stored last (section 12a); 0 in a new mailbox
         self.state = ffi.new("int64_t[4]")  # the reader's head, resync flag, records and bytes skipped
         self.state[0] = lib.mst_load_acquire64(base + f.RING_BYTES + f.HEAD_OFFSET)
         self.out = ffi.new("uint8_t[]", f.RING_BYTES + 8)
         self.count = ffi.new("int32_t *")
+        self.counts = ffi.new("int32_t[3]")
+        self._ns = ffi.new("char[]", ns.encode("ascii"))
+        self.decoded = ffi.new("int64_t[]", _DECODED_RECORDS * _DECODED.size // 8)
         self.unblocks = 0
         self._stuck_since = None
         self._idle_check = time.monotonic()
         self.closed = False
         incarnation = secrets.randbits(63) | 1
+        struct.pack_into("<I", self.file.map, f.VERSION_OFFSET, f.MAILBOX_VERSION)  # before the incarnation
         lib.mst_store_release64(base + f.INCARNATION_OFFSET, incarnation)  # last: the mailbox is ready
         self.incarnation = incarnation
 
     def read(self, limit: int = 64):
-        """Up to `limit` messages waiting, as (type, body bytes) pairs; garbage is skipped by the native reader, and
-        a record claimed and never published is skipped after a while (section 7)."""
+        """Up to `limit` messages waiting, as (type, body bytes, end position) triples (the end position: the head
+        just past the message's record, what the handled position passes once it is handled); garbage is skipped by
+        the native reader, and a record claimed and never published is skipped after a while (section 7)."""
         if self.closed:
             return []
         n = lib.mst_ring_read(self.ring, f.RING_BYTES, self.state, self.out, len(self.out), limit, self.count)
@@ -272,25 +291,82 @@ class Mailbox:
         p = 0
         buf = ffi.buffer(self.out, n)
         for _ in range(self.count[0]):
-            mtype, length = struct.unpack_from("<ii", buf, p)
-            messages.append((mtype, bytes(buf[p + 8:p + 8 + length])))
-            p += 8 + ((length + 7) & ~7)
+            mtype, length, end = _OUT_HEADER.unpack_from(buf, p)
+            messages.append((mtype, bytes(buf[p + 16:p + 16 + length]), end))
+            p += 16 + ((length + 7) & ~7)
         return messages
 
-    def _tail(self) -> int:
+    def read_decoded(self, limit: int = 64):
+        """As `read`, with the messages decoded: (type, (sender, items) or the DescriptorFormatError that refused the
+        whole message, end position). The native core reads the ring and decodes the descriptors messages of the
+        pass in one call (the checks of format.decode_descriptor, in its order); what it left undecoded (more records
+        than it holds) and the other types are decoded here."""
+        if self.closed:
+            return []
+        n = lib.mst_read_pass(self.ring, f.RING_BYTES, self.state, self.out, len(self.out), limit, self.counts,
+                              self._ns, self.decoded, _DECODED_RECORDS)
+        records, decoded, covered = self.counts[0], self.counts[1], self.counts[2]
+        if records == 0:
+            self._skip_a_stuck_claim()
+            return []
+        self._stuck_since = None
+        buf = ffi.buffer(self.out, n)
+        fields = ffi.buffer(self.decoded, decoded * _DECODED.size)
+        messages = []
+        p = k = 0
+        for m in range(records):
+            mtype, length, end = _OUT_HEADER.unpack_from(buf, p)
+            body_at = p + 16
+            p = body_at + ((length + 7) & ~7)
+            if mtype != f.DESCRIPTORS or m >= covered:
+                body = buf[body_at:body_at + length]
+                try:
+                    messages.append((mtype, f.decode_message(mtype, body, self.ns), end))
+                except f.DescriptorFormatError as e:
+                    messages.append((mtype, e, end))
+                continue
+            items = []
+            framing = None
+            while k < decoded:
+                v = _DECODED.unpack_from(fields, k * _DECODED.size)
+                if v[12] != m:
+                    break
+                k += 1
+                items.append(_descriptor(buf, v) if v[13] == 0 else _native_error(v[13]))
+                if v[13] == _FRAMING:
+                    framing = items.pop()
+            if framing is not None:
+                messages.append((mtype, framing, end))
+            else:
+                sender = buf[body_at + 1:body_at + 1 + buf[body_at:body_at + 1][0]].decode("ascii")
+                messages.append((mtype, (sender, items), end))
+        return messages
+
+    def head(self) -> int:
+        """The reader's head: the position just past what was read."""
+        return int(self.state[0])
+
+    def store_handled(self, position: int):
+        """Publishes the handled position (release; section 12a): every record before it was handled, and every
+        kept message or refusal those records owed was written before this store. Never moves back."""
+        if position > self.handled and not self.closed:
+            self.handled = position
+            lib.mst_store_release64(self.handled_at, position)
+
+    def tail(self) -> int:
         return lib.mst_load_acquire64(self.ring + f.RING_BYTES + f.TAIL_OFFSET)
 
     def _skip_a_stuck_claim(self):
         """As the JVM's reader (DeadWriters): a claim that held the ring UNBLOCK_AFTER_S while a registered writer is
         dead, or STUCK_CLAIM_S whatever the writers, is rewritten as padding (Agrona's unblock)."""
-        head, tail = self.state[0], self._tail()
+        head, tail = self.state[0], self.tail()
         now = time.monotonic()
         if tail <= head:
             self._stuck_since = None
             if now - self._idle_check > UNBLOCK_AFTER_S:  # writers that died idle held no claim: forget them
                 self._idle_check = now
                 dead = self._dead_writers()
-                if self._tail() == tail:
+                if self.tail() == tail:
                     for i in dead:
                         self.file.map[f.WRITERS_OFFSET + i] = 0
             return
@@ -368,6 +444,47 @@ class Mailbox:
 
 UNBLOCK_AFTER_S = 1.0
 STUCK_CLAIM_S = 3.0
+_OUT_HEADER = struct.Struct("<iiq")  # what the native reader puts before each message: type, length, end position
+# A record the native core decoded: msb, lsb, nbytes, offset, shape[8], message, error, then the offset and length
+# of requestId, producer and fileName, then dtype, placement, rank, flags.
+_DECODED = struct.Struct("<24q")
+_DECODED_RECORDS = 1024  # records a pass decodes natively; the rest are decoded in Python
+_FRAMING = -1
+_FIELDS = {1: "magic", 2: "version", 3: "reserved", 4: "flags", 5: "length", 6: "dtype", 7: "placement", 8: "rank",
+           9: "shape", 10: "nbytes", 11: "offset", 12: "requestId", 13: "producer", 14: "fileName"}
+
+
+def _descriptor(buf, v) -> f.Descriptor:
+    rank = v[22]
+    return f.Descriptor(v[0], v[1], buf[v[14]:v[14] + v[15]].decode("utf-8"),
+                        buf[v[16]:v[16] + v[17]].decode("ascii"), v[20], v[4:4 + rank], v[2], v[21],
+                        buf[v[18]:v[18] + v[19]].decode("ascii"), v[3], v[23])
+
+
+def _native_error(code: int) -> f.DescriptorFormatError:
+    if code == _FRAMING:
+        return f.DescriptorFormatError("message", "its framing failed (sender, count or record lengths): none of it"
+                                                  " is believed")
+    return f.DescriptorFormatError(_FIELDS.get(code, "unknown"), "refused by the native decoder")
+
+
+def decode_natively(mtype: int, body: bytes, ns: str):
+    """format.decode_message through the native core's decoder (the tests hold the two to each other): one message
+    laid out as mst_ring_read leaves it, decoded by mst_decode_pass."""
+    out = ffi.new("uint8_t[]", 16 + len(body) + 8)
+    ffi.memmove(out, _OUT_HEADER.pack(mtype, len(body), 0) + body, 16 + len(body))
+    decoded = ffi.new("int64_t[]", _DECODED_RECORDS * _DECODED.size // 8)
+    covered = ffi.new("int32_t *")
+    count = lib.mst_decode_pass(out, 16 + len(body), 1, ns.encode("ascii"), decoded, _DECODED_RECORDS, covered)
+    if mtype != f.DESCRIPTORS or covered[0] != 1:
+        return f.decode_message(mtype, body, ns)
+    buf = ffi.buffer(out, 16 + len(body))
+    values = [_DECODED.unpack_from(ffi.buffer(decoded, count * _DECODED.size), i * _DECODED.size)
+              for i in range(count)]
+    if values and values[0][13] == _FRAMING:
+        raise _native_error(_FRAMING)
+    return buf[17:17 + body[0]].decode("ascii"), [_descriptor(buf, v) if v[13] == 0 else _native_error(v[13])
+                                                   for v in values]
 
 
 _STARTING_S = 0.5  # how long a mailbox of ours not sized yet is looked at again before its entity is refused
@@ -417,6 +534,10 @@ class PeerMailbox:
                 raise PeerUnavailableError(entity, f"the mailbox of entity {entity} never became ready")
             time.sleep(0.001)
         self.incarnation = lib.mst_load_acquire64(self.base + f.INCARNATION_OFFSET)
+        version = struct.unpack_from("<I", self.map, f.VERSION_OFFSET)[0]  # written before the incarnation
+        if version != f.MAILBOX_VERSION:
+            self.close()
+            raise MailboxVersionError(entity, version, self.path)
         self.next_check = time.monotonic() + 1
         for i in range(f.WRITER_SLOTS):  # register: the first writer slot this open file can lock (section 6)
             if lib.mst_ofd_lock(self.fd, f.WRITERS_OFFSET + i, 1, F_WRLCK) == 1:
@@ -424,6 +545,8 @@ class PeerMailbox:
                 self.map[f.WRITERS_OFFSET + i] = 1
                 break
         self.message = ffi.new("uint8_t[]", f.RING_BYTES // 8)
+        self._end = ffi.new("int64_t *")
+        self.last_end = 0  # the end position of the record written last (section 7)
 
     def is_current(self) -> bool:
         """Whether the file at the mailbox's name is still the one mapped here (one stat)."""
@@ -439,17 +562,21 @@ class PeerMailbox:
             return False
         return _same_file(self.path, os.fstat(self.fd))
 
+    def handled(self) -> int:
+        """The receiver's handled position (acquire; section 12a)."""
+        return lib.mst_load_acquire64(self.base + f.HANDLED_OFFSET)
+
     def write(self, mtype: int, message: bytes, timeout_s: float = 30.0, while_full=None) -> bool:
         """Writes one message into the ring and rings the doorbell; False if the ring stayed full for `timeout_s`
-        (a slow reader is not a dead one). While it waits, it calls `while_full` (the caller drains its own
-        mailbox: two endpoints writing to each other never stall) and raises PeerUnavailableError if the reader
-        died."""
+        (a slow reader is not a dead one); on True, `last_end` is the record's end position in the ring. While it
+        waits, it calls `while_full` (the caller drains its own mailbox: two endpoints writing to each other never
+        stall) and raises PeerUnavailableError if the reader died."""
         if len(message) > f.RING_BYTES // 8:
             raise ValueError(f"a message is at most {f.RING_BYTES // 8} bytes: {len(message)}")
         ffi.memmove(self.message, message, len(message))
         deadline = None
         while True:
-            written = lib.mst_ring_write(self.base, f.RING_BYTES, mtype, self.message, len(message))
+            written = lib.mst_ring_write(self.base, f.RING_BYTES, mtype, self.message, len(message), self._end)
             if written == 1:
                 break
             if written < 0:
@@ -466,11 +593,19 @@ class PeerMailbox:
             if while_full is not None:
                 while_full()
             time.sleep(0.0001)
+        self.last_end = self._end[0]
+        self.ring_doorbell()
+        return True
+
+    def ring_doorbell(self):
+        """Rings the receiver's doorbell (section 10): after a record, or after a handled position that passed a
+        record of the receiver's (section 12a). The full fence orders the store before the look at the word."""
+        if self.fd < 0:
+            return
         lib.mst_full_fence()
         sleeping = self.base + f.SLEEPING_OFFSET
         if lib.mst_load_acquire32(sleeping) != 0 and lib.mst_exchange32(sleeping, 0) != 0:
             lib.mst_futex_wake(sleeping)
-        return True
 
     def close(self):
         """Lets go of the writer slot, the mapping and the file; idempotent."""
