@@ -103,8 +103,9 @@ final class PositionReading {
         notKept.to = passed;
         for (SentByPosition consumer : sentTo) {
             passed.from(consumer.consumer);
-            handed += Math.max(0, consumer.takePassed(notKept));
-            if (consumer.retired()) {
+            int taken = consumer.takePassed(notKept);
+            handed += Math.max(0, taken);
+            if (taken >= 0 && consumer.retired()) {
                 synchronized (kept) {
                     consumers = Arrays.stream(consumers).filter(c -> c != consumer).toArray(SentByPosition[]::new);
                 }

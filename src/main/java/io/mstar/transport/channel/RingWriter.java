@@ -124,14 +124,15 @@ final class RingWriter {
      * Writes one descriptor record, flagged to be delivered by position, in place into the peer's ring, and
      * remembers where it ends there ({@link SentByPosition}); returns the incarnation that got it.
      */
-    PeerMailbox writeByPosition(String toEntity, MemorySegment record, long offset, int length) {
+    PeerMailbox writeByPosition(String toEntity, MemorySegment record, long offset, int length,
+                                PositionReading positions) {
         PeerMailbox peer = peers.get(toEntity);
+        positions.list(peer.sent); // before the record can be handled: a reader then finds its entry
         int n = entityAscii.length;
         int messageLength = 1 + n + 2 + length;
         AtomicBuffer ring = peer.ring.buffer();
-        peer.sent.lock();
+        int index = claim(peer, MailboxMessage.DESCRIPTORS, messageLength, peer.sent); // holds its lock once claimed
         try {
-            int index = claim(peer, MailboxMessage.DESCRIPTORS, messageLength);
             long end;
             try {
                 ring.putByte(index, (byte) n);
@@ -145,8 +146,8 @@ final class RingWriter {
                 peer.ring.abort(index);
                 throw e;
             }
-            peer.ring.commit(index);
             peer.sent.add(end, DescriptorCodec.uuidMsb(record, offset), DescriptorCodec.uuidLsb(record, offset));
+            peer.ring.commit(index); // after the entry: the consumer cannot pass a record not committed
         } finally {
             peer.sent.unlock();
         }
@@ -166,22 +167,23 @@ final class RingWriter {
     private void flush(PeerMailbox peer, int type, Outbox out, int count) {
         MailboxMessage.finish(out.message, entityAscii.length, count);
         int length = out.message.position();
-        int index = claim(peer, type, length);
+        int index = claim(peer, type, length, null);
         peer.ring.buffer().putBytes(index, out.buffer, 0, length);
         peer.ring.commit(index);
         peer.doorbell.ring();
     }
 
     // Claims room for a message of `length` bytes in the peer's ring, waiting while it is full; returns the index
-    // to write the message at.
-    private int claim(PeerMailbox peer, int type, int length) {
-        int index = peer.ring.tryClaim(type, length);
+    // to write the message at. With `sent`, each try holds its lock, and a claim made returns with it held: a
+    // reader of positions only tries that lock, and is not kept out while the ring is full.
+    private int claim(PeerMailbox peer, int type, int length, SentByPosition sent) {
+        int index = tryClaim(peer, type, length, sent);
         if (index > 0) {
             return index; // the common case reads no clock: a clock read costs as much as the write on some VMs
         }
         long start = System.nanoTime();
         long nextCheck = start + PeerMailboxes.CHECK_INTERVAL_MS * 1_000_000L;
-        while ((index = peer.ring.tryClaim(type, length)) <= 0) {
+        while ((index = tryClaim(peer, type, length, sent)) <= 0) {
             if (closed.getAsBoolean()) {
                 throw closedException.get();
             }
@@ -198,6 +200,18 @@ final class RingWriter {
                     + SEND_TIMEOUT_NS / 1_000_000_000L + " s; is it polling its mailbox?");
             }
             Thread.onSpinWait();
+        }
+        return index;
+    }
+
+    private static int tryClaim(PeerMailbox peer, int type, int length, SentByPosition sent) {
+        if (sent == null) {
+            return peer.ring.tryClaim(type, length);
+        }
+        sent.lock();
+        int index = peer.ring.tryClaim(type, length);
+        if (index <= 0) {
+            sent.unlock();
         }
         return index;
     }

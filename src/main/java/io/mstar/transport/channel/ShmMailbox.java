@@ -260,8 +260,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
         guard.enter();
         try {
             if (byPosition) {
-                PeerMailbox peer = writer.writeByPosition(toEntity, record, offset, length);
-                positions.list(peer.sent);
+                PeerMailbox peer = writer.writeByPosition(toEntity, record, offset, length, positions);
                 delivered = peer.key();
             } else {
                 delivered = writer.writeRecord(toEntity, record, offset, length);

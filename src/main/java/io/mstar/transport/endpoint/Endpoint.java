@@ -67,7 +67,7 @@ final class Endpoint implements TensorEndpoint {
         this.wait = MessageWait.of(channel);
         this.reading = new MailboxReading(records, transport, outcomes, wait, new Incoming(this),
             channel instanceof RoutedMailbox routed ? routed.local() : channel instanceof ShmMailbox m ? m : null);
-        this.outcomesToPoll = () -> outcomes.waitingForPoll() || reading.positionsDue();
+        this.outcomesToPoll = () -> outcomes.waitingForPoll() || reading.positions().due();
         if (transport instanceof ArenaTransport arena) {
             arena.publishBeside("mailbox", () -> mailbox().stats());
             arena.explainStallsWith(this::whatHoldsOutcomes);
@@ -269,7 +269,7 @@ final class Endpoint implements TensorEndpoint {
                 outcomes.track(msb, lsb, requestId, delivery, to, null);
                 tracked = true;
             }
-            if (reading.readsPositions()) { // no ACK comes back: the consumer's handled position says it
+            if (reading.positions().active()) { // no ACK comes back: the consumer's handled position says it
                 records.postRecord(to, record, 0, length);
             } else {
                 records.sendDescriptorRecord(to, record, 0, length);
@@ -376,7 +376,7 @@ final class Endpoint implements TensorEndpoint {
                 if (!sending && !closed) {
                     sending = true;
                     ackThread = new AckThread(deployment.entity(), reading::ackThreadRound, wait,
-                        () -> outcomes.waitingForTeller() || reading.positionsDue());
+                        () -> outcomes.waitingForTeller() || reading.positions().due());
                 }
             }
         }

@@ -147,8 +147,8 @@ final class MailboxReading {
                 if (!ReadingSeams.ERROR_DROPS_ITS_POLL || i == batch.size()) {
                     gathered.send();
                 }
-                positions.wakeProducers();
             } finally {
+                positions.wakeProducers();
                 if (local != null) {
                     local.handlerRuns(false);
                 }
@@ -207,10 +207,9 @@ final class MailboxReading {
         wait.awaitMessage(timeoutNs, parked.anyParked, true);
     }
 
-    // Hands one record's tensor to the handler, then ACKs it; refuses it when its slot was reused under the read or
-    // a check refused the record before its handler. A small tensor's ACK after a quick handler is gathered with the
-    // poll's next ones; a tensor sent by position needs none (its producer is told it was kept, if it was). A
-    // record that ends its message (`end` > 0) then moves the handled position past the message.
+    // Hands one record's tensor to the handler, then ACKs it (a small one after a quick handler gathered with the
+    // poll's next; one sent by position needs none, or a kept message), or refuses it (its slot reused, or a check
+    // failed). A record that ends its message (`end` > 0) then moves the handled position past the message.
     private void dispatch(String from, MemorySegment record, long at, int length, long end, TensorHandler handler) {
         boolean refused = false;
         try {
@@ -232,33 +231,34 @@ final class MailboxReading {
             handlerStarted = now;
             boolean whole = DescriptorCodec.recordLength(record, at, length) == length;
             boolean byPosition = whole && positions.byPosition(record, at);
-            // A kept tensor (even one whose handler threw after keep()) is ACKed when its view closes.
-            if (!incoming.keptOrAcked() && whole) {
-                long msb = DescriptorCodec.uuidMsb(record, at);
-                long lsb = DescriptorCodec.uuidLsb(record, at);
-                if (byPosition && !refused) {
-                    positions.handled(from); // the position says so
-                } else if (quick && !refused && DescriptorCodec.nbytes(record, at) <= GatheredAcks.SMALL_BYTES) {
-                    gathered.add(from, msb, lsb, now);
-                } else {
-                    gathered.send(); // in order: what was gathered before this one
-                    ack(from, msb, lsb, refused);
+            try { // a kept tensor (even one whose handler threw after keep()) is ACKed when its view closes
+                if (!incoming.keptOrAcked() && whole) {
+                    long msb = DescriptorCodec.uuidMsb(record, at);
+                    long lsb = DescriptorCodec.uuidLsb(record, at);
+                    if (byPosition && !refused) {
+                        positions.handled(from); // the position says so
+                    } else if (quick && !refused && DescriptorCodec.nbytes(record, at) <= GatheredAcks.SMALL_BYTES) {
+                        gathered.add(from, msb, lsb, now);
+                    } else {
+                        gathered.send(); // in order: what was gathered before this one
+                        ack(from, msb, lsb, refused);
+                    }
+                } else if (byPosition && incoming.kept()) {
+                    positions.kept(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at));
                 }
-            } else if (byPosition && incoming.kept()) {
-                positions.kept(from, DescriptorCodec.uuidMsb(record, at), DescriptorCodec.uuidLsb(record, at));
+            } catch (RuntimeException | Error e) {
+                if (byPosition) {
+                    positions.stop(e); // a refusal or kept message owed and not written: the position never passes it
+                }
+                throw e;
             }
             positions.messageHandled(end); // after the refusal or kept message it needed: they go first
         }
     }
 
-    /** Whether a consumer's handled position passed a tensor sent by position here: a reader of ours has work. */
-    boolean positionsDue() {
-        return positions.due();
-    }
-
-    /** Whether this endpoint learns from its consumers' handled positions (it reads our own mailbox). */
-    boolean readsPositions() {
-        return local != null;
+    /** This endpoint's side of delivery by position. */
+    PositionTelling positions() {
+        return positions;
     }
 
     /** What the handlers running now have run for, for the stall's WARN; null when none runs. */

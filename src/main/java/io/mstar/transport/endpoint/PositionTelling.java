@@ -23,9 +23,15 @@ final class PositionTelling {
 
     private final ShmMailbox mailbox;
     private final List<String> toWake = new ArrayList<>(); // producers to wake after the handlers; used by the handling thread
+    private volatile boolean stopped; // a message owed before the position could not be written: it moves no more
 
     PositionTelling(ShmMailbox mailbox) {
         this.mailbox = mailbox;
+    }
+
+    /** Whether this endpoint learns from its consumers' handled positions (it reads our own mailbox). */
+    boolean active() {
+        return mailbox != null;
     }
 
     /** Whether a whole, validated-on-receive record was sent by position to this consumer. */
@@ -51,8 +57,21 @@ final class PositionTelling {
 
     /** The records of a message ending at {@code end} were handled, and the messages they needed sent. */
     void messageHandled(long end) {
-        if (end > 0 && mailbox != null) {
+        if (end > 0 && mailbox != null && !stopped) {
             mailbox.handled(end);
+        }
+    }
+
+    /**
+     * A refusal or kept message owed to a producer could not be written (its mailbox stayed full, an Error): the
+     * handled position stops where it is for good, so it never says "handled" of that tensor. The producers then
+     * learn of what follows when this consumer is gone (CONSUMER_DIED) or at their slots' time to live.
+     */
+    void stop(Throwable why) {
+        if (!stopped) {
+            stopped = true;
+            LOG.warn("a refusal or kept message owed to a producer was not written; this consumer's handled position"
+                + " stops here (its producers are told at its exit or at their slots' TTL): {}", why.toString());
         }
     }
 
