@@ -170,6 +170,63 @@ def test_a_refusal_written_after_the_position_lets_the_producer_tell_delivered(s
     assert [(o.uuid_lsb, o.failure) for o in before] == [(lsb, None)] and after == []
 
 
+def _record_failing_its_checks(shm_env, mangle):
+    """A POSITION record that reaches the consumer's ring and fails its decoder's checks (`mangle` changes the record's
+    bytes there, its length and uuid left alone), while the producer's ring is full. Returns the uuid's lsb, whether
+    the position waited, and what the producer was told before and after the consumer could write to it."""
+    from mstar_transport._native import ffi
+    with Endpoint.open(DEPLOYMENT, "consumer", env=shm_env) as consumer, \
+            Endpoint.open(DEPLOYMENT, "producer", env=shm_env) as producer:
+        lsb = producer.post("consumer", "bad", np.full(64, 3, np.uint8))
+        key, _ = _slot_of(producer, lsb)
+        ring = ffi.buffer(ffi.cast("uint8_t *", consumer.mailbox.ring), f.RING_BYTES)
+        at = bytes(ring).find(struct.pack("<qq", *key)) - 16  # the record's start in the ring, not read yet
+        assert at >= 0 and struct.unpack_from("<I", ring, at)[0] == f.DESCRIPTOR_MAGIC
+        mangle(ring, at)
+        _fill(shm_env, "producer", producer.ns)
+        assert consumer.receive(lambda t: None, timeout=0.3) == 0
+        assert consumer.stats["bad_descriptors"] == 1
+        held_back = consumer.mailbox.handled < producer.in_flight[key].position
+        before = producer.poll_outcomes()  # drains the filler: room for the refusal
+        consumer.receive(lambda t: None, timeout=0.3)
+        after = producer.await_outcomes(1, 5)
+        return lsb, held_back, before, after
+
+
+def _unknown_dtype(ring, at):
+    ring[at + 12:at + 13] = b"\xee"
+
+
+def _an_unknown_flag_beside_position(ring, at):
+    ring[at + 15:at + 16] = b"\x81"  # refused at the flags, before any string is read
+
+
+@pytest.mark.parametrize("mangle", [_unknown_dtype, _an_unknown_flag_beside_position])
+def test_a_position_record_failing_its_checks_is_refused_before_the_position_passes_it(shm_env, mangle):
+    """A POSITION record the decoder refuses (its length frames it, its uuid and producer read from its raw bytes) is
+    refused to its producer before the handled position passes it, as the JVM consumer does: never DELIVERED.
+
+    Negative control (run by hand): without the refusal queued for a record the decoder refused, the position passed
+    it at once and the producer's poll told it DELIVERED (`before` held the outcome with failure None)."""
+    lsb, held_back, before, after = _record_failing_its_checks(shm_env, mangle)
+    assert held_back, "the position passed the refused record before its refusal was written"
+    assert before == []
+    assert [(o.uuid_lsb, o.failure) for o in after] == [(lsb, REFUSED)]
+
+
+def test_a_record_refused_by_the_python_decoder_names_whom_to_tell():
+    d = f.Descriptor(1, -2, "r", "producer", 1, (4,), 4, f.PLACEMENT_ARENA,
+                     f.segment_name(f.namespace(DEPLOYMENT), "producer", "0a1b2c3d", 0), 0, f.FLAG_POSITION)
+    record = bytearray(f.encode_descriptor(d))
+    record[12] = 0xEE  # dtype
+    sender, items = f.decode_message(f.DESCRIPTORS, f.encode_message("producer", 1, bytes(record)),
+                                     f.namespace(DEPLOYMENT))
+    assert isinstance(items[0], f.DescriptorFormatError) and items[0].refusable == ("producer", 1, -2, 1)
+    record[0] ^= 0xFF  # magic: nothing read from it is believed
+    _, items = f.decode_message(f.DESCRIPTORS, f.encode_message("producer", 1, bytes(record)), f.namespace(DEPLOYMENT))
+    assert items[0].refusable is None
+
+
 def test_the_producer_reads_its_ring_to_the_tail_before_it_believes_the_position(shm_env):
     """A refusal that lies in the producer's ring behind more messages than one read takes: the position passed the
     record, and the producer, reading only part of its ring, would tell DELIVERED; reading up to the tail it loaded

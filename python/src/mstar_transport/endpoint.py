@@ -30,7 +30,7 @@ from . import format as f
 from .arena import Arena, SegmentShrunkError, Slot, stamp_holds
 from .lease import lend
 from .shm import (Mailbox, MailboxVersionError, PeerFiles, PeerMailbox, PeerUnavailableError, UntrustedFileError,
-                  shm_dir, sweep)
+                  owner_is_dead, shm_dir, sweep)
 from .stats import StatsFile
 
 # The failure names of the JVM side's Delivery.Failure.
@@ -849,6 +849,10 @@ class Endpoint:
             for d in items:
                 if isinstance(d, f.DescriptorFormatError):
                     self.stats["bad_descriptors"] += 1
+                    refusable = getattr(d, "refusable", None)
+                    if refusable is not None and refusable[3] & f.FLAG_POSITION:
+                        # refused before its handler: its producer is told before the position passes it (12a)
+                        self._queue(self.pending_refusals, refusable[0], refusable[1:3], message)
                 else:
                     message.records += 1
                     self.waiting.append((sender, _Handing(d, message)))
@@ -1020,9 +1024,19 @@ class Endpoint:
                         self.stats["kept_sent" if mtype == f.KEPT else "acks_sent"] += len(batch)
                     if not items:
                         del pending[producer]
-                except PeerUnavailableError:
-                    _written(pending.pop(producer))  # nobody to tell: the position need not wait for them
+                except PeerUnavailableError as e:
                     self.stats["unreachable_peers"] += 1
+                    if self._producer_gone(producer, e):
+                        _written(pending.pop(producer))  # nobody to tell: the position need not wait for them
+                    # else: not proven dead (a mailbox not ready, a write cut short): owed still, as for a full ring
+
+    def _producer_gone(self, producer: str, error: PeerUnavailableError) -> bool:
+        """Whether the producer an owed message is for is proven gone: its mailbox name holds no file, or one whose
+        lock nobody holds, or one of another format (another process took the name: its incarnation changed)."""
+        if isinstance(error, MailboxVersionError):
+            return True
+        path = os.path.join(self.directory, f.mailbox_name(self.ns, producer))
+        return not os.path.lexists(path) or owner_is_dead(path)
 
     def _pass_position(self):
         """Moves the handled position (section 12a) past the messages read whose records were all handled and whose

@@ -261,6 +261,34 @@ def decode_descriptor(buf, at: int, length: int, ns: str) -> Descriptor:
     return Descriptor(msb, lsb, request_id, producer, dtype, tuple(shape), nbytes, placement, file_name, offset, flags)
 
 
+def refused_record(error: DescriptorFormatError, buf, at: int, length: int) -> DescriptorFormatError:
+    """Marks a record refused by the checks with whom a refusal could go to (section 12a): `error.refusable` is
+    (producer, msb, lsb, flags) read from the raw bytes when the record, framed by its own length, has the magic and
+    the uuid (48 bytes), and its producer field reads as an entity name; else None (nobody to tell)."""
+    error.refusable = None
+    try:
+        if length < SHAPE_OFFSET or at < 0 or at + length > len(buf) \
+                or struct.unpack_from("<I", buf, at)[0] != DESCRIPTOR_MAGIC:
+            return error
+        rank, flags = struct.unpack_from("<BB", buf, at + 14)
+        msb, lsb = struct.unpack_from("<qq", buf, at + 16)
+        p = SHAPE_OFFSET + 8 * rank
+        if rank > MAX_RANK or p + 2 > length:
+            return error
+        p += 2 + struct.unpack_from("<H", buf, at + p)[0]  # the request id
+        if p + 2 > length:
+            return error
+        n = struct.unpack_from("<H", buf, at + p)[0]
+        if n > MAX_ENTITY_BYTES or p + 2 + n > length:
+            return error
+        producer = bytes(buf[at + p + 2:at + p + 2 + n]).decode("ascii")
+    except (UnicodeDecodeError, struct.error, IndexError):
+        return error
+    if is_entity(producer):
+        error.refusable = (producer, msb, lsb, flags)
+    return error
+
+
 def encode_message(sender: str, count: int, items: bytes) -> bytes:
     """A message (section 8): sender, count, then the items as given."""
     name = check_entity(sender).encode("ascii")
@@ -313,6 +341,6 @@ def decode_message(mtype: int, body, ns: str):
         try:
             out.append(decode_descriptor(body, p, n, ns))
         except DescriptorFormatError as e:
-            out.append(e)
+            out.append(refused_record(e, body, p, n))
         p += n
     return sender, out

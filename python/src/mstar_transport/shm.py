@@ -327,14 +327,21 @@ class Mailbox:
                 continue
             items = []
             framing = None
+            at = body_at + 1 + buf[body_at:body_at + 1][0] + 2  # the first record: the message's framing was checked natively
             while k < decoded:
                 v = _DECODED.unpack_from(fields, k * _DECODED.size)
                 if v[12] != m:
                     break
                 k += 1
-                items.append(_descriptor(buf, v) if v[13] == 0 else _native_error(v[13]))
-                if v[13] == _FRAMING:
-                    framing = items.pop()
+                if v[13] == 0:
+                    items.append(_descriptor(buf, v))
+                elif v[13] == _FRAMING:
+                    framing = _native_error(v[13])
+                else:  # refused alone: whom to tell, from its raw bytes (section 12a)
+                    length_at = struct.unpack_from("<I", buf, at + 8)[0]
+                    items.append(f.refused_record(_native_error(v[13]), buf, at, length_at))
+                if framing is None:
+                    at += struct.unpack_from("<I", buf, at + 8)[0]
             if framing is not None:
                 messages.append((mtype, framing, end))
             else:
