@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
+import logging
 import os
 import secrets
 import signal
@@ -32,6 +33,8 @@ from .lease import lend
 from .shm import (Mailbox, MailboxVersionError, PeerFiles, PeerMailbox, PeerUnavailableError, UntrustedFileError,
                   owner_is_dead, shm_dir, sweep)
 from .stats import StatsFile
+
+_LOG = logging.getLogger(__name__)
 
 # The failure names of the JVM side's Delivery.Failure.
 CONSUMER_DIED = "CONSUMER_DIED"
@@ -394,7 +397,10 @@ class Endpoint:
             else:
                 self._send(key, claim, slot, targets)
                 self._settle_positions()
-        self._tell()
+        try:
+            self._tell()
+        except Exception:  # the post is made and its outcome follows: a listener's error must not say it failed
+            _LOG.warning("a listener raised while outcomes were told after a post; the rest were told", exc_info=True)
         return key[1]
 
     def _send(self, key, claim: Claim, slot: Slot, targets: List[str]):
