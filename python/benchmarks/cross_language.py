@@ -4,9 +4,8 @@ carrying torch tensors and a multiprocessing.Pipe carrying the bytes), in the sa
 cell (3 by default), the median and the spread. Every producer writes only its sequence number into each tensor
 (claim, write, post), so the figures compare transports, not fills. What a consumer reads is --touch: `all` (the
 default) sums every word of each tensor; `one` reads only its first word, so that at small sizes the transport, not
-the read, is measured. --touch applies to every Python consumer (the arena's, through a drain in this file, and each
-Python peer's); the JVM consumer (PythonPeer drain) always sums every word: it has no switch, so the JVM -> JVM and
-Python -> JVM cells read every word in both modes. The summary gives, per size, JVM -> Python and Python -> JVM
+the read, is measured. --touch applies to every consumer: the JVM's (PythonPeer drain), the arena's Python one
+(through a drain in this file) and each Python peer's. The summary gives, per size, JVM -> Python and Python -> JVM
 against the JVM pair and against each Python peer, as the median of the per-run ratios (cells of the same run).
 Run from the repository root after `mvn test-compile` (it makes target/test-classpath.txt itself):
 
@@ -116,7 +115,7 @@ def arena_pair(producer_kind, consumer_kind, size, seconds, cp, touch):
     directory = tempfile.mkdtemp(prefix="mstar-bench-", dir="/dev/shm")
     env = dict(os.environ, MSTAR_SHM_DIR=directory, MSTAR_SHM_ARENA="1", MSTAR_SHM_ARENA_SEGMENT_MB="256")
     try:
-        consumer = (jvm(cp, env, "drain", DEPLOYMENT, "consumer") if consumer_kind == "jvm"  # sums every word
+        consumer = (jvm(cp, env, "drain", DEPLOYMENT, "consumer", touch) if consumer_kind == "jvm"
                     else python_drain(env, DEPLOYMENT, "consumer", touch))
         wait_ready(consumer)
         args = ("blast", DEPLOYMENT, "producer", "consumer", str(size), str(seconds))
@@ -311,8 +310,7 @@ def arguments(argv):
     parser.add_argument("sizes", nargs="*", type=int, help="tensor sizes in bytes, multiples of 8 "
                         "(4096 1048576 16777216)")
     parser.add_argument("--touch", choices=("all", "one"), default="all",
-                        help="what each Python consumer reads: every word summed (all) or the first word (one); "
-                             "the JVM consumer always sums every word")
+                        help="what each consumer reads: every word summed (all) or the first word (one)")
     parser.add_argument("--runs", type=int, default=3, help="interleaved runs: every cell once per run (3)")
     args = parser.parse_args(argv)
     args.sizes = args.sizes or [4096, 1 << 20, 16 << 20]
@@ -342,9 +340,8 @@ def main(argv):
     else:
         print(f"torch is not importable from {PYTHON}: the torch mp.Queue cell is left out", flush=True)
     cells["mp Pipe"] = lambda size: mp_pipe(size, seconds, touch)
-    print(f"touch={touch}: Python consumers "
-          f"{'read the first word of' if touch == 'one' else 'sum every word of'} each tensor; the JVM consumer "
-          f"(JVM -> JVM, Python -> JVM) sums every word (PythonPeer drain has no switch)", flush=True)
+    print(f"touch={touch}: consumers {'read the first word of' if touch == 'one' else 'sum every word of'} each tensor",
+          flush=True)
     rates = {(name, size): [] for name in cells for size in sizes}
     for run in range(args.runs):  # interleaved: every cell once per run
         for size in sizes:

@@ -25,8 +25,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * receives COUNT and checks every word. Word k of tensor seq holds seq * 0x9E3779B97F4A7C15 + k. Each prints one
  * RESULT line. The directory and knobs come from the environment. For the benchmark, {@code blast ENDPOINT ENTITY
  * TO SIZE SECONDS} posts tensors of SIZE bytes (claim, write the sequence number, post; 64 in flight) for SECONDS
- * and prints its rate, and {@code drain ENDPOINT ENTITY} sums every word of each tensor it receives in place until
- * a tensor with request id "end".
+ * and prints its rate, and {@code drain ENDPOINT ENTITY [one]} sums every word (with {@code one}, only the first)
+ * of each tensor it receives in place until a tensor with request id "end".
  */
 public final class PythonPeer {
     static final long GOLDEN = 0x9E3779B97F4A7C15L;
@@ -46,7 +46,7 @@ public final class PythonPeer {
             case "consume" -> consume(Deployment.of(config, args[1], args[2]), Integer.parseInt(args[3]));
             case "blast" -> blast(Deployment.of(config, args[1], args[2]), args[3], Long.parseLong(args[4]),
                 Double.parseDouble(args[5]));
-            case "drain" -> drain(Deployment.of(config, args[1], args[2]));
+            case "drain" -> drain(Deployment.of(config, args[1], args[2]), args.length > 3 && args[3].equals("one"));
             default -> 2;
         };
         System.exit(rc);
@@ -193,7 +193,7 @@ public final class PythonPeer {
         return 0;
     }
 
-    private static int drain(Deployment deployment) throws Exception {
+    private static int drain(Deployment deployment, boolean firstWordOnly) throws Exception {
         long[] sum = {0, 0}; // of every word, tensors
         boolean[] done = {false};
         try (TensorEndpoint endpoint = TensorEndpoint.open(deployment)) {
@@ -207,7 +207,8 @@ public final class PythonPeer {
                     MemorySegment data = tensor.memory();
                     long at = tensor.offset();
                     long s = 0;
-                    for (long k = 0; k < tensor.nbytes() / 8; k++) {
+                    long words = firstWordOnly ? Math.min(1, tensor.nbytes() / 8) : tensor.nbytes() / 8;
+                    for (long k = 0; k < words; k++) {
                         s += data.get(ValueLayout.JAVA_LONG_UNALIGNED, at + 8 * k);
                     }
                     sum[0] += s;
