@@ -53,11 +53,7 @@ final class MailboxReading {
     private final RecordBatch batch = new RecordBatch(); // guarded by handling
     private final PositionTelling positions; // the handling thread's and the reading lock holder's
     private final Incoming incoming; // guarded by handling
-    // How many times a thread with a handler polled, and when another thread last saw that count move: the
-    // application's poll reads no clock, and the ACK thread reads none while the application never polls.
-    private volatile long appPolls;
-    private volatile long seenAppPolls;
-    private volatile long seenAppPollsAt;
+    private final Activity appPolls = new Activity(); // a thread with a handler, or one polling outcomes, read it
     private volatile long handlersSince; // when the handlers of the poll handing over now began; 0 when none runs
     private long handlerStarted; // when the handler running now began; guarded by handling
     private boolean closedByHandler; // a handler closed the endpoint: its poll hands over no more; guarded by handling
@@ -88,7 +84,7 @@ final class MailboxReading {
             int read = 0;
             reading.lock();
             try {
-                appPolls = appPolls + 1; // under the reading lock: one writer at a time
+                appPolls.acted();
                 read += parked.moveTo(batch, limit);
                 if (read < limit) {
                     reader.batch = batch;
@@ -148,7 +144,7 @@ final class MailboxReading {
                     gathered.send();
                 }
             } finally {
-                positions.wakeProducers();
+                positions.publish(); // the poll's position, once
                 if (local != null) {
                     local.handlerRuns(false);
                 }
@@ -174,6 +170,7 @@ final class MailboxReading {
         if (handling.isHeldByCurrentThread()) {
             closedByHandler = true;
             gathered.send();
+            positions.publish(); // the position its poll reached, while the mailbox is open
             incoming.ackNow();
             for (int k = handing + 1; k < batch.size(); k++) {
                 refuse(batch.from(k), batch.records(), batch.at(k), batch.length(k));
@@ -252,7 +249,7 @@ final class MailboxReading {
                 }
                 throw e;
             }
-            positions.messageHandled(end); // after the refusal or kept message it needed: they go first
+            positions.messageHandled(end, now, !quick); // after the refusal or kept message it needed: they go first
         }
     }
 
@@ -305,7 +302,7 @@ final class MailboxReading {
     void readForOutcomePoll() {
         if (reading.tryLock()) {
             try {
-                appPolls = appPolls + 1; // the application reads: the ACK thread stands aside
+                appPolls.acted(); // the application reads: the ACK thread stands aside
                 records.pollRecords(reader, 64);
                 positions.read(reader);
             } finally {
@@ -325,8 +322,9 @@ final class MailboxReading {
      */
     int ackThreadRound() {
         outcomes.tellDecided(Integer.MAX_VALUE);
-        gathered.sendIfOlderThan(IDLE_READ_NS); // a handler runs on (one that waits on its own window)
-        if (applicationReadsNow() || gathered.any()) {
+        gathered.sendIfOlderThan(IDLE_READ_NS); // a handler runs on (one that waits on its own window): its poll's
+        boolean unsent = positions.publishIfOlderThan(IDLE_READ_NS) | gathered.any(); // ACKs and position go
+        if (applicationReadsNow() || unsent) {
             return AckThread.APPLICATION_READS;
         }
         if (!reading.tryLock()) {
@@ -394,19 +392,9 @@ final class MailboxReading {
         }
     }
 
-    // Whether a thread with a handler polled within the last IDLE_READ_NS. Callers race on the two fields
-    // harmlessly: a wrong answer only moves one read of the mailbox by a millisecond.
+    // Whether a thread with a handler (or an outcome poll) read the mailbox within the last IDLE_READ_NS.
     private boolean applicationReadsNow() {
-        long polls = appPolls;
-        if (polls == 0) {
-            return false;
-        }
-        if (polls != seenAppPolls) {
-            seenAppPolls = polls;
-            seenAppPollsAt = System.nanoTime();
-            return true;
-        }
-        return System.nanoTime() - seenAppPollsAt <= IDLE_READ_NS;
+        return appPolls.within(IDLE_READ_NS);
     }
 
     /**

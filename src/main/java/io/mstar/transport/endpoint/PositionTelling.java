@@ -24,6 +24,9 @@ final class PositionTelling {
     private final ShmMailbox mailbox;
     private final List<String> toWake = new ArrayList<>(); // producers to wake after the handlers; used by the handling thread
     private volatile boolean stopped; // a message owed before the position could not be written: it moves no more
+    private volatile long handledEnd; // the handled position reached, by the handling thread
+    private volatile long handledAt; // when
+    private volatile long publishedEnd; // the handled position published
 
     PositionTelling(ShmMailbox mailbox) {
         this.mailbox = mailbox;
@@ -55,9 +58,46 @@ final class PositionTelling {
         }
     }
 
-    /** The records of a message ending at {@code end} were handled, and the messages they needed sent. */
-    void messageHandled(long end) {
+    /**
+     * The records of a message ending at {@code end} (0: not a message's last record) were handled, and the messages
+     * they needed sent. The position is published at the end of the poll ({@link #publish}), as the ACKs of a
+     * poll's quick tensors are gathered, or at once when {@code now} (a slow handler: its producer should not wait
+     * for the rest of the poll).
+     */
+    void messageHandled(long end, long nowNs, boolean now) {
         if (end > 0 && mailbox != null && !stopped) {
+            handledAt = nowNs;
+            handledEnd = end;
+        }
+        if (now) {
+            publish();
+        }
+    }
+
+    /** Publishes the handled position reached, if it moved, and wakes the producers served, once each. */
+    void publish() {
+        publishPosition();
+        for (int k = 0; k < toWake.size(); k++) {
+            mailbox.wakeProducer(toWake.get(k));
+        }
+        toWake.clear();
+    }
+
+    /**
+     * For the ACK thread while a handler runs on (one that waits on its own window): publishes the position its poll
+     * reached if that is older than {@code ns}; returns whether one reached stays unpublished.
+     */
+    boolean publishIfOlderThan(long ns) {
+        if (handledEnd > publishedEnd && System.nanoTime() - handledAt > ns) {
+            publishPosition();
+        }
+        return handledEnd > publishedEnd;
+    }
+
+    private synchronized void publishPosition() { // two threads may publish: the position never moves back
+        long end = handledEnd;
+        if (end > publishedEnd && !stopped) {
+            publishedEnd = end;
             mailbox.handled(end);
         }
     }
@@ -75,13 +115,6 @@ final class PositionTelling {
         }
     }
 
-    /** Wakes the producers this poll handled tensors of by position, once each. */
-    void wakeProducers() {
-        for (int k = 0; k < toWake.size(); k++) {
-            mailbox.wakeProducer(toWake.get(k));
-        }
-        toWake.clear();
-    }
 
     /** Whether a consumer's handled position passed a tensor we sent by position: a reader of ours has work. */
     boolean due() {
