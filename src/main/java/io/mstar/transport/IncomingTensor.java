@@ -36,7 +36,10 @@ public interface IncomingTensor {
 
     long nbytes();
 
-    /** Memory that holds the tensor's bytes at {@code [offset(), offset() + nbytes())}, read-only. */
+    /**
+     * Memory that holds the tensor's bytes at {@code [offset(), offset() + nbytes())}, read-only, valid during the
+     * handler's call on its thread; a new segment each call (never a cache key).
+     */
     MemorySegment memory();
 
     long offset();

@@ -10,11 +10,8 @@ import io.mstar.transport.TensorEndpoint;
 import io.mstar.transport.TensorHandler;
 import io.mstar.transport.TransportConfig;
 
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Semaphore;
@@ -38,12 +35,8 @@ final class ScalePeer {
     /** {@code consumer ENTITY DIR SIZE}: receives until its input ends; prints {@code RESULT received=N bad=M}. */
     static void consumer(String entity, String dir, long size) throws Exception {
         ScaleWindows.Check check = new ScaleWindows.Check(size);
-        Map<MemorySegment, ByteBuffer> views = new IdentityHashMap<>();
-        TensorHandler handler = (IncomingTensor t) -> {
-            ByteBuffer view = views.computeIfAbsent(t.memory(), MemorySegment::asByteBuffer);
-            view.limit((int) (t.offset() + t.nbytes())).position((int) t.offset());
-            check.check(view);
-        };
+        // A view per tensor: a handler's memory() is a new segment each call (scoped to the call), never to be cached.
+        TensorHandler handler = (IncomingTensor t) -> check.check(t.memory().asSlice(t.offset(), t.nbytes()).asByteBuffer());
         try (TensorEndpoint endpoint = TensorEndpoint.open(deployment(dir, entity))) {
             System.out.println("READY");
             Thread stop = untilInputEnds();
