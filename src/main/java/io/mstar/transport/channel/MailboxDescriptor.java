@@ -3,6 +3,10 @@ package io.mstar.transport.channel;
 import io.mstar.transport.codec.DescriptorCodec;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
 /**
  * The layout of a mailbox file, which its receiver creates and every sender maps read-write.
  *
@@ -49,6 +53,18 @@ final class MailboxDescriptor {
 
     private MailboxDescriptor() {
     }
+
+    /** The handled position in a mailbox file's memory, read with acquire. */
+    static long handled(MemorySegment file) {
+        return (long) HANDLED.getAcquire(file, (long) HANDLED_OFFSET);
+    }
+
+    /** Publishes the handled position in our own mailbox file's memory, with release. */
+    static void publishHandled(MemorySegment file, long position) {
+        HANDLED.setRelease(file, (long) HANDLED_OFFSET, position);
+    }
+
+    private static final VarHandle HANDLED = ValueLayout.JAVA_LONG.varHandle();
 
     static long writerSlotOffset(int slot) {
         assert slot >= 0 && slot < WRITERS : "writer slot out of range: " + slot;

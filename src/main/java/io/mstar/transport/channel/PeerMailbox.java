@@ -41,7 +41,7 @@ final class PeerMailbox {
         this.probeFd = probeFd;
         this.writerSlot = register(file, probeFd);
         this.key = entity + "@" + Long.toHexString(incarnation);
-        this.sent = new SentByPosition(entity, () -> SentByPosition.handledIn(file.memory()));
+        this.sent = new SentByPosition(entity, () -> MailboxDescriptor.handled(file.memory()));
     }
 
     /** The ring of a mailbox file (ours or a peer's). */

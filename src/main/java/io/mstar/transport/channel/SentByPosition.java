@@ -1,8 +1,5 @@
 package io.mstar.transport.channel;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 
@@ -31,13 +28,6 @@ final class SentByPosition {
         this.consumer = consumer;
         this.handledNow = handledNow;
     }
-
-    /** The handled position in the consumer's mailbox {@code file}, read with acquire. */
-    static long handledIn(MemorySegment file) {
-        return (long) HANDLED.getAcquire(file, (long) MailboxDescriptor.HANDLED_OFFSET);
-    }
-
-    private static final VarHandle HANDLED = ValueLayout.JAVA_LONG.varHandle();
 
     /** The consumer's handled position: from its mailbox, or as it was when the mapping was retired. */
     long handled() {
@@ -120,16 +110,6 @@ final class SentByPosition {
             return n;
         } finally {
             oldestEnd = size == 0 ? Long.MAX_VALUE : entries[first];
-            lock.unlock();
-        }
-    }
-
-    /** Entries not yet passed. */
-    int pending() {
-        lock.lock();
-        try {
-            return size;
-        } finally {
             lock.unlock();
         }
     }

@@ -112,7 +112,6 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      */
     static final boolean NO_DISPATCH_WAIT = Boolean.getBoolean("mstar.test.noDispatchWait");
     private final RingGuard guard; // who is inside the rings: close unmaps once none is
-    private static final VarHandle HANDLED = ValueLayout.JAVA_LONG.varHandle();
     private final PositionReading positions = new PositionReading(); // what we sent by position, and the rule
     private final MailboxMessage.UuidSink keptSink = positions::kept;
     private final OwnInbox ownInbox = new OwnInbox(); // used by the polling thread
@@ -344,7 +343,7 @@ public final class ShmMailbox implements TensorChannel, TensorChannel.Records {
      */
     public void handled(long position) {
         try {
-            HANDLED.setRelease(file.memory(), (long) MailboxDescriptor.HANDLED_OFFSET, position);
+            MailboxDescriptor.publishHandled(file.memory(), position);
         } catch (IllegalStateException closed) {
             // a handler closed the endpoint: nobody reads the position of a mailbox that is gone
         }
